@@ -1,0 +1,92 @@
+# convcache: build, test, benchmark and install.
+#
+#   make            build/libconvcache.so and build/include/
+#   make test       Go tests (with -race) and C/C++ tests against the built library
+#   make demo       the main job, run twice against the default cache file
+#   make bench      the benchmark table
+#   make install PREFIX=/usr/local
+#
+# Each part of the project adds its targets in mk/*.mk by appending to the
+# lists below.
+
+PREFIX  ?= /usr/local
+LIBDIR  ?= $(PREFIX)/lib
+INCDIR  ?= $(PREFIX)/include
+BINDIR  ?= $(PREFIX)/bin
+GO      ?= go
+CC      ?= gcc
+CXX     ?= g++
+CFLAGS  ?= -O2 -g -Wall -Wextra -Werror
+CXXFLAGS ?= -O2 -g -Wall -Wextra -Werror -std=c++17
+BUILD   := build
+ABS_BUILD := $(abspath $(BUILD))
+
+VERSION_MAJOR := $(shell sed -n 's/^\#define CONVCACHE_VERSION_MAJOR \([0-9]*\).*/\1/p' include/convcache.h)
+VERSION       := $(shell sed -n 's/^\#define CONVCACHE_VERSION_STRING "\(.*\)"/\1/p' include/convcache.h)
+
+LIB       := $(BUILD)/libconvcache.so
+LIB_REAL  := $(LIB).$(VERSION)
+LIB_MAJOR := $(LIB).$(VERSION_MAJOR)
+HEADERS   := $(wildcard include/*.h include/*.hpp)
+GO_SRC    := $(shell find cache lock capi internal cudnn remote -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.map' 2>/dev/null) go.mod go.sum
+
+# Link a test or example against the built library.
+LINK_CC := -I$(BUILD)/include -L$(BUILD) -lconvcache -Wl,-rpath,$(ABS_BUILD) -lpthread
+
+ALL_TARGETS     := $(LIB) $(BUILD)/include/.stamp
+TEST_TARGETS    :=
+BENCH_TARGETS   :=
+INSTALL_TARGETS :=
+CLEAN_FILES     :=
+
+.PHONY: all test go-test c-test bench demo install clean fmt vet
+all: lib
+
+include $(sort $(wildcard mk/*.mk))
+
+all: $(ALL_TARGETS)
+lib: $(LIB) $(BUILD)/include/.stamp
+
+$(LIB_REAL): $(GO_SRC)
+	@mkdir -p $(BUILD)
+	CGO_ENABLED=1 $(GO) build -buildmode=c-shared -trimpath \
+	  -ldflags "-extldflags '-Wl,--version-script=$(abspath capi/exports.map) -Wl,-soname,libconvcache.so.$(VERSION_MAJOR) -Wl,-z,nodelete'" \
+	  -o $@ ./capi
+	@rm -f $(basename $@).h $@.h
+	@# The contract is include/convcache.h; check nothing else is exported.
+	@bad=$$(nm -D --defined-only $@ | awk '{print $$3}' | grep -v '^convcache_' || true); \
+	  if [ -n "$$bad" ]; then echo "unexpected exported symbols: $$bad" >&2; rm -f $@; exit 1; fi
+
+$(LIB_MAJOR): $(LIB_REAL)
+	ln -sf $(notdir $<) $@
+$(LIB): $(LIB_MAJOR)
+	ln -sf $(notdir $<) $@
+
+$(BUILD)/include/.stamp: $(HEADERS)
+	@mkdir -p $(BUILD)/include
+	cp $(HEADERS) $(BUILD)/include/
+	@touch $@
+
+test: go-test c-test $(TEST_TARGETS)
+	@echo "make test: all passed"
+
+go-test:
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 600s ./...
+
+install: all $(INSTALL_TARGETS)
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR) $(DESTDIR)$(LIBDIR)/pkgconfig
+	install -m 0755 $(LIB_REAL) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(notdir $(LIB_REAL)) $(DESTDIR)$(LIBDIR)/libconvcache.so.$(VERSION_MAJOR)
+	ln -sf libconvcache.so.$(VERSION_MAJOR) $(DESTDIR)$(LIBDIR)/libconvcache.so
+	install -m 0644 $(HEADERS) $(DESTDIR)$(INCDIR)/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCDIR@|$(INCDIR)|g' \
+	    -e 's|@VERSION@|$(VERSION)|g' convcache.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/convcache.pc
+
+bench: all $(BENCH_TARGETS)
+
+fmt:
+	gofmt -l -w $$(git ls-files '*.go')
+
+clean:
+	rm -rf $(BUILD) $(CLEAN_FILES)

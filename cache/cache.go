@@ -1,0 +1,945 @@
+package cache
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/convcache/convcache/lock"
+)
+
+// Cache is a handle on one cache file, seen through one scope. It is safe for
+// concurrent use by many goroutines; any number of Caches, in one process or
+// many, may share a file.
+type Cache struct {
+	path      string // resolved path of the data file ("" in ModeOff)
+	scope     string
+	scopeHash uint64
+	mode      Mode
+	opts      Options
+	fs        fileSystem
+	lk        *lock.File
+
+	idx    atomic.Pointer[index] // this scope's entries; read without locks
+	gen    atomic.Uint32         // touch generation: entries used since the last touch frame carry it
+	closed atomic.Bool
+	st     counters
+
+	wsem chan struct{} // one writer of this handle at a time, before the file lock
+
+	mu          sync.Mutex // guards the fields below; never held while waiting for the file lock
+	f           file       // current data file; nil when none exists yet
+	fid         fileID
+	off         int64 // file offset up to which frames have been applied
+	snapEnd     int64 // end of the leading snapshot frames: the journal starts here
+	created     time.Time
+	scopes      map[uint64]bool   // scope hashes named in the current file
+	pending     map[string][]byte // entries kept in memory, not yet in the file
+	dirty       bool              // appended since the last fsync
+	unsynced    []file            // replaced files holding appends not yet synced
+	readOnly    bool              // never write the file
+	roReason    string
+	fsType      string
+	networkFS   bool
+	stallUntil  time.Time // after a lock timeout, inserts try the lock once until then
+	buf         []byte    // read scratch
+	zbuf        []byte    // decompression scratch
+	recs        []record  // decoded snapshot scratch
+	damaged     int64     // bytes of damaged frames skipped
+	warnedBroke bool      // a reload failure was reported
+	flights     flightGroup
+}
+
+// Open opens the cache file at path, creating it and its directory (mode
+// 0700) if missing. An empty path means DefaultPath. A nil o means the zero
+// Options.
+//
+// Open reads the whole file. A damaged record is skipped; a file that is not
+// a convcache file (ErrFormat) or whose header is damaged (ErrCorrupt) is
+// refused and left untouched.
+func Open(path string, o *Options) (*Cache, error) {
+	var opts Options
+	if o != nil {
+		opts = *o
+	}
+	if opts.Scope == "" {
+		opts.Scope = DefaultScope
+	}
+	if len(opts.Scope) > MaxScopeSize {
+		return nil, fmt.Errorf("%w: scope is %d bytes, the limit is %d", ErrSize, len(opts.Scope), MaxScopeSize)
+	}
+	if opts.Mode < ModeReadWrite || opts.Mode > ModeStrict {
+		return nil, fmt.Errorf("%w: unknown mode %d", ErrInvalid, opts.Mode)
+	}
+	if opts.LockTimeout <= 0 {
+		opts.LockTimeout = DefaultLockTimeout
+	}
+	if opts.BuildTimeout <= 0 {
+		opts.BuildTimeout = DefaultBuildTimeout
+	}
+	if opts.CompactJournal <= 0 {
+		opts.CompactJournal = DefaultCompactJournal
+	}
+	if opts.Warn == nil {
+		opts.Warn = os.Stderr
+	}
+	c := &Cache{
+		scope:     opts.Scope,
+		scopeHash: xxhash.Sum64String(opts.Scope),
+		mode:      opts.Mode,
+		opts:      opts,
+		fs:        opts.fs,
+		wsem:      make(chan struct{}, 1),
+		scopes:    map[uint64]bool{},
+		pending:   map[string][]byte{},
+	}
+	if c.fs == nil {
+		c.fs = osFS{}
+	}
+	c.idx.Store(newIndex(0))
+	c.gen.Store(1)
+	if c.mode == ModeOff {
+		return c, nil
+	}
+	if err := c.openPath(path); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Cache) warnf(format string, args ...any) {
+	fmt.Fprintf(c.opts.Warn, "convcache: "+format+"\n", args...)
+}
+
+func (c *Cache) openPath(path string) error {
+	if path == "" {
+		p, err := DefaultPath()
+		if err != nil {
+			return err
+		}
+		path = p
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return fmt.Errorf("%w: cache path %q: %v", ErrInvalid, path, err)
+	}
+	path = abs
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real // compaction renames over the file, not over a symlink to it
+	}
+	c.path = path
+	c.lk = lock.New(path + ".lock")
+	c.readOnly = c.mode == ModeReadOnly
+	if c.readOnly {
+		c.roReason = "mode ro"
+	}
+	if fi, err := c.fs.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("%w: cache path %s is a directory: name a file inside it", ErrInvalid, path)
+	}
+	if !c.readOnly {
+		if err := c.fs.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return ioErr(err, "create the cache directory", filepath.Dir(path), "set CONVCACHE_PATH to a writable location")
+		}
+	}
+	c.fsType, c.networkFS = fsTypeOf(filepath.Dir(path))
+	if c.networkFS {
+		c.warnf("%s is on a network file system (%s): locks and rename are weaker there; prefer a local disk", path, c.fsType)
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f, err := c.openData()
+	if errors.Is(err, fs.ErrNotExist) && !c.readOnly {
+		// Create it now, under the file lock. If the lock is held by a
+		// stalled process, carry on without a file: the first insert that
+		// gets the lock creates it.
+		c.mu.Unlock()
+		lk, lerr := c.lk.Lock(c.opts.LockTimeout)
+		c.mu.Lock()
+		if lerr != nil {
+			if errors.Is(lerr, lock.ErrTimeout) {
+				c.warnf("%s: lock busy; the file will be created by a later insert", path)
+				return nil
+			}
+			return ioErr(lerr, "create the lock file", c.lk.Path(), "make the directory writable or set CONVCACHE_PATH")
+		}
+		defer lk.Unlock()
+		if err = c.createFile(); err != nil {
+			return err
+		}
+		f, err = c.openData()
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // read-only and no file yet: every find misses until one appears
+	}
+	if err != nil {
+		return err
+	}
+	if err := c.adopt(f, true); err != nil {
+		f.Close()
+		return err
+	}
+	return nil
+}
+
+// openData opens the data file, read-write unless the handle is read-only.
+// A file this user may not write, or should not trust, is opened read-only
+// with a warning.
+func (c *Cache) openData() (file, error) {
+	if !c.readOnly {
+		f, err := c.fs.OpenFile(c.path, os.O_RDWR|os.O_APPEND, 0)
+		if err == nil {
+			if reason := c.untrusted(f); reason != "" {
+				f.Close()
+				c.readOnly, c.roReason = true, reason
+				c.warnf("%s %s: opening it read-only (set CONVCACHE_TRUST_SHARED=1 if the cache is shared on purpose)", c.path, reason)
+			} else {
+				return f, nil
+			}
+		} else if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
+			c.readOnly, c.roReason = true, "not writable"
+			c.warnf("%s is not writable (%v): opening it read-only", c.path, errors.Unwrap(err))
+		} else if errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		} else {
+			return nil, ioErr(err, "open", c.path, "check the path")
+		}
+	}
+	f, err := c.fs.OpenFile(c.path, os.O_RDONLY, 0)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		return nil, ioErr(err, "open", c.path, "check the path and its permissions")
+	}
+	return f, nil
+}
+
+// untrusted reports why a file should not be written: another owner, or
+// write permission for group or others. A poisoned cache would make a
+// framework run the wrong kernels.
+func (c *Cache) untrusted(f file) string {
+	if c.opts.TrustShared {
+		return ""
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return fmt.Sprintf("is owned by uid %d, not by this user", st.Uid)
+	}
+	if fi.Mode().Perm()&0o022 != 0 {
+		return fmt.Sprintf("is writable by group or others (mode %04o)", fi.Mode().Perm())
+	}
+	return ""
+}
+
+// createFile creates an empty cache file atomically. Caller holds the file
+// lock and mu.
+func (c *Cache) createFile() error {
+	tmp, err := c.writeTemp(encodeHeader(time.Now()))
+	if err != nil {
+		return err
+	}
+	defer c.fs.Remove(tmp)
+	// link fails if the file appeared meanwhile (a writer that does not
+	// take the lock): use theirs, never replace it.
+	if err := c.fs.Link(tmp, c.path); err != nil && !errors.Is(err, fs.ErrExist) {
+		return ioErr(err, "create", c.path, "make the directory writable or set CONVCACHE_PATH")
+	}
+	if err := syncDir(c.fs, filepath.Dir(c.path)); err != nil {
+		return ioErr(err, "sync directory of", c.path, "")
+	}
+	return nil
+}
+
+// writeTemp writes data to a new temporary file beside the cache file,
+// syncs it and returns its name.
+func (c *Cache) writeTemp(data []byte) (string, error) {
+	dir, base := filepath.Split(c.path)
+	var name string
+	var f file
+	var err error
+	for i := 0; i < 100; i++ {
+		name = filepath.Join(dir, fmt.Sprintf(".%s.tmp-%d-%d", base, os.Getpid(), time.Now().UnixNano()+int64(i)))
+		f, err = c.fs.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if !errors.Is(err, fs.ErrExist) {
+			break
+		}
+	}
+	if err != nil {
+		return "", ioErr(err, "create a temporary file in", dir, "make the directory writable or set CONVCACHE_PATH")
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		c.fs.Remove(name)
+		return "", ioErr(err, "write", name, "free some disk space")
+	}
+	return name, nil
+}
+
+// adopt makes f the current data file: it validates the header, reads every
+// frame and swaps in a freshly built index. Caller holds mu. With final, a
+// damaged tail is consumed (the caller holds the file lock, or is opening).
+func (c *Cache) adopt(f file, final bool) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return ioErr(err, "stat", c.path, "")
+	}
+	size := fi.Size()
+	buf, err := c.read(f, 0, size)
+	if err != nil {
+		return err
+	}
+	h, err := decodeHeader(buf[:min(len(buf), headerSize)])
+	if err != nil {
+		if errors.Is(err, errNewer) {
+			return fmt.Errorf("%s: %w (version %d; this library reads up to %d): upgrade convcache or use another CONVCACHE_PATH", c.path, err, h.version, FormatVersion)
+		}
+		return fmt.Errorf("%s: %w: the file was left untouched; move it aside or set CONVCACHE_PATH to another file", c.path, err)
+	}
+	ix, scopes, end, snapEnd := c.build(buf, final)
+	// Entries kept in memory survive the swap.
+	for k, v := range c.pending {
+		ix.put([]byte(k), v, xxhash.Sum64String(k), 0, 0)
+	}
+	if old := c.idx.Load(); old != nil {
+		carryMarks(old, ix, c.gen.Load())
+	}
+	if c.f != nil {
+		if c.dirty {
+			c.unsynced = append(c.unsynced, c.f)
+		} else {
+			c.f.Close()
+		}
+	}
+	c.f, c.dirty = f, false
+	c.fid, _ = idOf(fi)
+	c.off, c.snapEnd, c.created, c.scopes = end, snapEnd, h.created, scopes
+	c.idx.Store(ix)
+	return nil
+}
+
+// read returns size-off bytes of f from off, in the reusable read buffer.
+func (c *Cache) read(f file, off, size int64) ([]byte, error) {
+	n := int(size - off)
+	if cap(c.buf) < n {
+		c.buf = make([]byte, n)
+	}
+	buf := c.buf[:n]
+	got, err := f.ReadAt(buf, off)
+	if err != nil && !(errors.Is(err, io.EOF) && got == n) {
+		if errors.Is(err, io.EOF) { // the file shrank under us
+			return buf[:got], nil
+		}
+		return nil, ioErr(err, "read", c.path, "")
+	}
+	return buf, nil
+}
+
+// build parses a whole file image into a new index of this scope.
+func (c *Cache) build(buf []byte, final bool) (ix *index, scopes map[uint64]bool, end, snapEnd int64) {
+	scopes = map[uint64]bool{}
+	var frames []frame
+	hint := 0
+	snapEnd = headerSize
+	end = headerSize + scanFrames(buf[headerSize:], headerSize, final, func(f frame) {
+		if f.typ == frameSnapshot && f.off == snapEnd {
+			snapEnd = f.off + frameHeader + int64(len(f.payload))
+		}
+		if h, ok := decodeSnapshotHead(f.payload); ok && f.typ == frameSnapshot && h.scopeHash == c.scopeHash {
+			hint += int(h.count)
+		} else if f.typ == framePut {
+			hint++
+		}
+		frames = append(frames, f)
+	}, c.noteDamage)
+	ix = newIndex(hint)
+	for _, f := range frames {
+		c.apply(ix, scopes, f)
+	}
+	return ix, scopes, end, snapEnd
+}
+
+func (c *Cache) noteDamage(d damage) {
+	c.damaged += d.len
+	c.st.damaged.Add(uint64(d.len))
+}
+
+// apply adds one frame's entries of this scope to ix. Caller holds mu.
+func (c *Cache) apply(ix *index, scopes map[uint64]bool, f frame) {
+	switch f.typ {
+	case framePut:
+		p, ok := decodePut(f.payload)
+		if !ok {
+			c.noteDamage(damage{f.off, int64(len(f.payload))})
+			return
+		}
+		if p.scope == c.scopeHash {
+			ix.put(p.key, p.value, xxhash.Sum64(p.key), entryFromFile, 0)
+		}
+	case frameScope:
+		if h, name, ok := decodeScope(f.payload); ok {
+			scopes[h] = true
+			if h == c.scopeHash && name != c.scope && !c.warnedBroke {
+				c.warnedBroke = true
+				c.warnf("%s: scope %q collides with %q (64-bit hash); results may mix", c.path, c.scope, name)
+			}
+		}
+	case frameSnapshot:
+		head, ok := decodeSnapshotHead(f.payload)
+		if !ok {
+			return
+		}
+		scopes[head.scopeHash] = true
+		if head.scopeHash != c.scopeHash {
+			return // another scope's chunk: not even decompressed
+		}
+		var err error
+		_, c.recs, c.zbuf, err = decodeSnapshot(f, c.zbuf, c.recs[:0])
+		if err != nil {
+			c.noteDamage(damage{f.off, int64(len(f.payload))})
+			return
+		}
+		for _, r := range c.recs {
+			ix.put(r.key, r.value, xxhash.Sum64(r.key), entryFromFile, 0)
+		}
+		clear(c.recs)
+	}
+}
+
+// carryMarks copies the use marks of the current generation from an old
+// index to its replacement, so a reload does not forget recent hits.
+func carryMarks(old, ix *index, gen uint32) {
+	old.each(func(c []byte, off int) {
+		if atomicLoad32(c, off+8) != gen {
+			return
+		}
+		k := entryKey(c, off)
+		if nc, noff, ok := ix.lookup(k, xxhash.Sum64(k)); ok {
+			atomicStore32(nc, noff+8, gen)
+		}
+	})
+}
+
+// refresh brings the index up to date with the file: it reloads after the
+// file was replaced (compaction) and applies frames appended since the last
+// look. Caller holds mu. With final (the caller holds the file lock) a
+// damaged tail is consumed and a missing file is created.
+//
+// With nothing new this costs one fstat.
+func (c *Cache) refresh(final bool) error {
+	if c.f == nil {
+		return c.reopen(final)
+	}
+	fi, err := c.f.Stat()
+	if err != nil {
+		return ioErr(err, "stat", c.path, "")
+	}
+	if _, nlink := idOf(fi); nlink != 1 {
+		// 0: unlinked, usually replaced by a compaction's rename. More
+		// than 1: hard-linked, so check the path itself.
+		pi, err := c.fs.Stat(c.path)
+		if id, _ := idOf(fi); err != nil || func() bool { pid, _ := idOf(pi); return pid != id }() {
+			return c.reopen(final)
+		}
+	}
+	size := fi.Size()
+	switch {
+	case size == c.off:
+		return nil
+	case size < c.off:
+		return c.reopen(final) // truncated by someone else: start over
+	}
+	buf, err := c.read(c.f, c.off, size)
+	if err != nil {
+		return err
+	}
+	ix := c.idx.Load()
+	c.off += scanFrames(buf, c.off, final, func(f frame) { c.apply(ix, c.scopes, f) }, c.noteDamage)
+	return nil
+}
+
+// reopen adopts whatever file is at the path now. Caller holds mu.
+func (c *Cache) reopen(final bool) error {
+	f, err := c.openData()
+	if errors.Is(err, fs.ErrNotExist) {
+		if !final || c.readOnly {
+			return nil
+		}
+		if err := c.createFile(); err != nil {
+			return err
+		}
+		f, err = c.openData()
+	}
+	if err != nil {
+		return err
+	}
+	if err := c.adopt(f, final); err != nil {
+		f.Close()
+		return err
+	}
+	return nil
+}
+
+// Path returns the resolved path of the cache file ("" in ModeOff).
+func (c *Cache) Path() string { return c.path }
+
+// Scope returns the handle's scope.
+func (c *Cache) Scope() string { return c.scope }
+
+// Mode returns the handle's mode.
+func (c *Cache) Mode() Mode { return c.mode }
+
+// ReadOnly reports whether the handle never writes its file, and why.
+func (c *Cache) ReadOnly() (bool, string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.readOnly, c.roReason
+}
+
+// Find copies key's value into dst and returns its length. found is false on
+// a miss. If dst is too short, Find copies nothing and returns the length
+// needed with ErrRange. A hit reads memory only; a miss first checks the file
+// for entries other processes appended. Find never waits for the file lock.
+func (c *Cache) Find(key, dst []byte) (n int, found bool, err error) {
+	return c.find(key, dst, -1)
+}
+
+// find is Find with a counter stripe chosen by the caller (the C layer passes
+// one per thread); stripe < 0 picks one from the key's hash.
+func (c *Cache) find(key, dst []byte, stripe int) (int, bool, error) {
+	if len(key) == 0 || len(key) > MaxKeySize {
+		return 0, false, ErrSize
+	}
+	h := xxhash.Sum64(key)
+	if stripe < 0 {
+		stripe = int(h >> 58)
+	}
+	if n, found, err := c.lookup(key, dst, h, stripe); found && c.mode != ModeRecache {
+		return n, found, err
+	}
+	return c.findSlow(key, dst, h, stripe)
+}
+
+// lookup is the hit path: memory only, no locks, no allocation.
+func (c *Cache) lookup(key, dst []byte, h uint64, stripe int) (int, bool, error) {
+	ch, off, ok := c.idx.Load().lookup(key, h)
+	if !ok {
+		return 0, false, nil
+	}
+	if g := c.gen.Load(); atomicLoad32(ch, off+8) != g {
+		atomicStore32(ch, off+8, g)
+	}
+	v := entryValue(ch, off)
+	if len(v) > len(dst) {
+		return len(v), true, ErrRange
+	}
+	copy(dst, v)
+	c.st.hit(stripe, entryFlags(ch, off)&entryFromFile != 0)
+	return len(v), true, nil
+}
+
+func (c *Cache) findSlow(key, dst []byte, h uint64, stripe int) (int, bool, error) {
+	if c.mode == ModeOff || c.mode == ModeRecache {
+		c.st.misses.Add(1)
+		return 0, false, nil
+	}
+	if c.closed.Load() {
+		return 0, false, ErrClosed
+	}
+	c.mu.Lock()
+	err := c.refresh(false)
+	c.mu.Unlock()
+	if err != nil {
+		c.reportOnce(err)
+	}
+	if n, found, err := c.lookup(key, dst, h, stripe); found {
+		return n, found, err
+	}
+	c.st.misses.Add(1)
+	if c.mode == ModeStrict {
+		return 0, false, ErrMiss
+	}
+	return 0, false, nil
+}
+
+// reportOnce warns about a background failure (such as a foreign file
+// replacing the cache) once per handle rather than on every miss.
+func (c *Cache) reportOnce(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.warnedBroke {
+		c.warnedBroke = true
+		c.warnf("%v", err)
+	}
+}
+
+// Get returns a copy of key's value, for Go callers that do not manage a
+// buffer.
+func (c *Cache) Get(key []byte) ([]byte, bool, error) {
+	var small [256]byte
+	n, found, err := c.Find(key, small[:])
+	if errors.Is(err, ErrRange) {
+		buf := make([]byte, n)
+		n, found, err = c.Find(key, buf)
+		if err == nil {
+			return buf[:n], found, nil
+		}
+	}
+	if err != nil || !found {
+		return nil, found, err
+	}
+	return append([]byte(nil), small[:n]...), true, nil
+}
+
+func checkEntry(key, value []byte) error {
+	if len(key) == 0 || len(key) > MaxKeySize {
+		return fmt.Errorf("%w: key is %d bytes; keys are 1 to %d bytes", ErrSize, len(key), MaxKeySize)
+	}
+	if len(value) > MaxValueSize {
+		return fmt.Errorf("%w: value is %d bytes; the limit is %d", ErrSize, len(value), MaxValueSize)
+	}
+	return nil
+}
+
+// Insert sets key's value, replacing any earlier one, and appends it to the
+// file before returning: a process killed right after loses nothing. It does
+// not fsync; Save does.
+//
+// If the file lock cannot be had within the lock timeout, the entry is kept
+// in memory, ErrPending is returned, and the next Insert or Save that gets
+// the lock writes it. On a read-only handle the entry is kept in memory and
+// ErrReadOnly returned.
+func (c *Cache) Insert(key, value []byte) error {
+	if err := checkEntry(key, value); err != nil {
+		return err
+	}
+	if c.mode == ModeOff {
+		c.st.inserts.Add(1)
+		return nil
+	}
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	h := xxhash.Sum64(key)
+	c.st.inserts.Add(1)
+	if c.readOnly {
+		c.mu.Lock()
+		c.idx.Load().put(key, value, h, 0, c.gen.Load())
+		c.pending[string(key)] = bytes.Clone(value)
+		c.mu.Unlock()
+		return fmt.Errorf("%w (%s): %s", ErrReadOnly, c.roReason, c.path)
+	}
+	// An identical value already in the file needs no second record.
+	if ch, off, ok := c.idx.Load().lookup(key, h); ok && bytes.Equal(entryValue(ch, off), value) {
+		c.mu.Lock()
+		_, isPending := c.pending[string(key)]
+		c.mu.Unlock()
+		if !isPending {
+			return nil
+		}
+	}
+	rec := appendPutFrame(nil, c.scopeHash, time.Now().UnixMilli(), key, value)
+	lk, err := c.lockForWrite(false)
+	if err != nil {
+		c.mu.Lock()
+		c.idx.Load().put(key, value, h, 0, c.gen.Load())
+		c.pending[string(key)] = bytes.Clone(value)
+		c.mu.Unlock()
+		if errors.Is(err, ErrLock) {
+			return fmt.Errorf("%w: %v", ErrPending, err)
+		}
+		return err
+	}
+	defer c.unlockWrite(lk)
+	c.mu.Lock()
+	c.idx.Load().put(key, value, h, 0, c.gen.Load())
+	delete(c.pending, string(key))
+	err = c.appendLocked(rec)
+	if err != nil {
+		c.pending[string(key)] = bytes.Clone(value)
+	}
+	compact := err == nil && c.needCompact()
+	c.mu.Unlock()
+	if compact {
+		if cerr := c.compact(); cerr != nil {
+			c.warnf("compaction of %s failed: %v", c.path, cerr)
+		}
+	}
+	return err
+}
+
+// lockForWrite takes this handle's writer slot and the file lock. Save waits
+// the full lock timeout; Insert, after a recent timeout, tries only once so
+// that a stalled lock holder costs one timeout, not one per insert.
+func (c *Cache) lockForWrite(full bool) (*lock.Lock, error) {
+	timeout := c.opts.LockTimeout
+	c.mu.Lock()
+	if !full && time.Now().Before(c.stallUntil) {
+		timeout = 0
+	}
+	c.mu.Unlock()
+	start := time.Now()
+	select {
+	case c.wsem <- struct{}{}:
+	default:
+		t := time.NewTimer(timeout)
+		select {
+		case c.wsem <- struct{}{}:
+			t.Stop()
+		case <-t.C:
+			c.st.lockWait(time.Since(start))
+			return nil, fmt.Errorf("%w: another thread of this process holds %s", ErrLock, c.lk.Path())
+		}
+	}
+	lk, err := c.lk.Lock(timeout - time.Since(start))
+	if waited := time.Since(start); waited > 50*time.Microsecond {
+		c.st.lockWait(waited)
+	}
+	if err != nil {
+		<-c.wsem
+		if errors.Is(err, lock.ErrTimeout) {
+			c.mu.Lock()
+			c.stallUntil = time.Now().Add(max(c.opts.LockTimeout, time.Second))
+			c.mu.Unlock()
+			return nil, fmt.Errorf("%w after %v: %s is held by a stalled or slow process (CONVCACHE_LOCK_TIMEOUT_MS sets the wait)", ErrLock, timeout, c.lk.Path())
+		}
+		return nil, ioErr(err, "lock", c.lk.Path(), "make the cache directory writable")
+	}
+	c.mu.Lock()
+	c.stallUntil = time.Time{}
+	c.mu.Unlock()
+	return lk, nil
+}
+
+func (c *Cache) unlockWrite(lk *lock.Lock) {
+	lk.Unlock()
+	<-c.wsem
+}
+
+// appendLocked appends the pending entries and rec (which may be nil) to the
+// file. Caller holds the file lock and mu. On failure the file is cut back to
+// where it was, so a failed append leaves no torn record.
+func (c *Cache) appendLocked(rec []byte) error {
+	if err := c.refresh(true); err != nil {
+		return err
+	}
+	if c.readOnly {
+		return fmt.Errorf("%w (%s): %s", ErrReadOnly, c.roReason, c.path)
+	}
+	if len(rec) == 0 && len(c.pending) == 0 {
+		return nil
+	}
+	var buf []byte
+	if !c.scopes[c.scopeHash] {
+		buf = encodeScopeFrame(buf, c.scopeHash, c.scope)
+	}
+	now := time.Now().UnixMilli()
+	for k, v := range c.pending {
+		buf = appendPutFrame(buf, c.scopeHash, now, []byte(k), v)
+	}
+	buf = append(buf, rec...)
+	n, err := c.f.Write(buf)
+	if err != nil || n != len(buf) {
+		if n > 0 {
+			c.f.Truncate(c.off) // remove our torn record; nobody else writes while we hold the lock
+		}
+		if err == nil {
+			err = io.ErrShortWrite
+		}
+		return ioErr(err, "append to", c.path, "free some disk space")
+	}
+	c.off += int64(n)
+	c.scopes[c.scopeHash] = true
+	c.dirty = true
+	clear(c.pending)
+	return nil
+}
+
+// needCompact reports whether the journal or the bounds call for compaction.
+// Caller holds mu.
+func (c *Cache) needCompact() bool {
+	if c.f == nil {
+		return false
+	}
+	journal := c.off - c.snapEnd
+	if journal > c.opts.CompactJournal && journal > c.snapEnd {
+		return true
+	}
+	if c.opts.MaxBytes > 0 && c.off > c.opts.MaxBytes {
+		return true
+	}
+	return false
+}
+
+// Load picks up every entry in the file, including those other processes
+// wrote since the last look.
+func (c *Cache) Load() error {
+	if c.mode == ModeOff {
+		return nil
+	}
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.refresh(false)
+}
+
+// Save writes any entries kept in memory and the record of which entries
+// were used, compacts if the journal has grown enough, and fsyncs. It returns
+// nil only when everything inserted through this handle is on stable
+// storage.
+func (c *Cache) Save() error {
+	if c.mode == ModeOff {
+		return nil
+	}
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	c.mu.Lock()
+	ro, pending := c.readOnly, len(c.pending)
+	c.mu.Unlock()
+	if ro {
+		if pending > 0 {
+			return fmt.Errorf("%w (%s): %d entries are in memory only", ErrReadOnly, c.roReason, pending)
+		}
+		return nil
+	}
+	lk, err := c.lockForWrite(true)
+	if err != nil {
+		return err
+	}
+	defer c.unlockWrite(lk)
+	c.mu.Lock()
+	err = c.appendLocked(c.touchFrame(nil))
+	compact := err == nil && c.needCompact()
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if compact {
+		if err := c.compact(); err != nil {
+			return err
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.syncLocked()
+}
+
+// syncLocked fsyncs every file this handle appended to. Caller holds mu.
+func (c *Cache) syncLocked() error {
+	for len(c.unsynced) > 0 {
+		f := c.unsynced[0]
+		if err := f.Sync(); err != nil {
+			return ioErr(err, "fsync", c.path, "")
+		}
+		f.Close()
+		c.unsynced = c.unsynced[1:]
+	}
+	if c.dirty && c.f != nil {
+		if err := c.f.Sync(); err != nil {
+			return ioErr(err, "fsync", c.path, "")
+		}
+		c.dirty = false
+	}
+	return nil
+}
+
+// touchFrame appends to dst a frame listing the keys used since the last
+// one, and starts a new generation. Caller holds mu.
+func (c *Cache) touchFrame(dst []byte) []byte {
+	g := c.gen.Load()
+	var hashes []byte
+	c.idx.Load().each(func(ch []byte, off int) {
+		if atomicLoad32(ch, off+8) == g {
+			hashes = binary.LittleEndian.AppendUint64(hashes, xxhash.Sum64(entryKey(ch, off)))
+		}
+	})
+	c.gen.Store(g + 1)
+	if len(hashes) == 0 {
+		return dst
+	}
+	p := make([]byte, 16, 16+len(hashes))
+	binary.LittleEndian.PutUint64(p, c.scopeHash)
+	binary.LittleEndian.PutUint64(p[8:], uint64(time.Now().UnixMilli()))
+	return appendFrame(dst, frameTouch, 0, append(p, hashes...))
+}
+
+// Close writes what it can without waiting long (entries kept in memory and
+// the use record), then releases the file. It does not fsync: call Save for
+// that. Close is idempotent.
+func (c *Cache) Close() error {
+	if c.closed.Swap(true) || c.mode == ModeOff {
+		return nil
+	}
+	var err error
+	c.mu.Lock()
+	ro := c.readOnly || c.f == nil
+	c.mu.Unlock()
+	if !ro {
+		if lk, lerr := c.lk.Lock(min(c.opts.LockTimeout, 100*time.Millisecond)); lerr == nil {
+			c.mu.Lock()
+			err = c.appendLocked(c.touchFrame(nil))
+			c.mu.Unlock()
+			lk.Unlock()
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.pending) > 0 && err == nil {
+		err = fmt.Errorf("%w: %d entries were never written to %s", ErrLock, len(c.pending), c.path)
+	}
+	for _, f := range c.unsynced {
+		f.Close()
+	}
+	c.unsynced = nil
+	if c.f != nil {
+		c.f.Close()
+		c.f = nil
+	}
+	return err
+}
+
+// ioErr wraps an operating-system error with the file, the operation and
+// what to do, mapping a full disk to ErrNoSpace.
+func ioErr(err error, op, path, advice string) error {
+	var base error = ErrIO
+	switch {
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		base, advice = ErrNoSpace, "free some disk space"
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS):
+		base = ErrAccess
+	}
+	msg := fmt.Sprintf("%s %s: %v", op, path, err)
+	if advice != "" {
+		msg += "; " + advice
+	}
+	return &detailErr{base, msg}
+}
+
+// FindStriped is Find for the C layer, which counts each thread's hits in
+// its own counter stripe so that threads never share a counter's cache line.
+func FindStriped(c *Cache, key, dst []byte, stripe int) (int, bool, error) {
+	return c.find(key, dst, stripe)
+}

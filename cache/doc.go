@@ -1,0 +1,83 @@
+// Package cache is the convcache engine: a persistent map from opaque keys
+// to opaque values, such as cuDNN's benchmark results keyed by convolution
+// parameters, kept in one file that many threads and processes share.
+//
+// It is pure Go and usable directly from Go programs; the C ABI in package
+// capi is a thin layer over it.
+//
+// # Model
+//
+// A Cache is a handle on one file seen through one scope, an environment
+// fingerprint (GPU model, driver, library versions). Entries written under
+// one scope are never returned under another; they stay in the file for
+// handles of their own scope. Keys are compared in full, never by hash
+// alone.
+//
+// Find answers from an in-memory index without taking any lock. On a miss it
+// first checks the file for records other processes appended (one fstat when
+// nothing changed), so a process sees its peers' results without reloading.
+// Insert appends a record to the file before it returns, under an exclusive
+// lock on a sidecar file (package lock); a process killed right after loses
+// nothing. Save fsyncs. When the journal of appended records has grown past
+// both a threshold and the snapshot, an insert or save compacts the file into
+// a zstd-compressed snapshot: a new file is written beside the old one,
+// synced and renamed over it, so a crash leaves one or the other, never a mix.
+// Compaction merges what every process wrote, because it runs under the same
+// lock as every append.
+//
+// # File format
+//
+// All integers are little-endian. A file is a header followed by frames:
+//
+//	header (32 bytes)
+//	+--------+---------+-------------+--------------------+-------+-----------+
+//	| magic  | version | header size | created (unix ns)  | flags | CRC-32C   |
+//	| 8 B    | u32 = 1 | u32 = 32    | i64                | u32   | of 0..27  |
+//	+--------+---------+-------------+--------------------+-------+-----------+
+//	magic = 89 'C' 'C' 'D' 'B' 0D 0A 1A
+//
+//	frame (16-byte header + payload)
+//	+-----------+------+-------+----------+-------------+------------------------+
+//	| sync      | type | flags | reserved | payload len | CRC-32C (Castagnoli)   |
+//	| E7 'CCR'  | u8   | u8    | u16 = 0  | u32         | of bytes 4..11+payload |
+//	+-----------+------+-------+----------+-------------+------------------------+
+//
+//	type 1 put       scope hash u64 | time ms i64 | uvarint key len | key | value
+//	type 2 scope     scope hash u64 | scope name
+//	type 3 touch     scope hash u64 | time ms i64 | key hash u64 ...
+//	type 4 snapshot  scope hash u64 | entry count u32 | body (zstd if flags&1):
+//	                 uvarint name len | name | varint base ms |
+//	                 { uvarint klen | uvarint vlen | uvarint inserted-base |
+//	                   uvarint used-inserted | key | value } ...
+//
+// Scope and key hashes are XXH64 (seed 0). A compacted file is the header, a
+// run of snapshot frames (the snapshot), then the journal: put, scope and
+// touch frames appended by writers. A put's scope is named by a scope frame
+// earlier in the same file.
+//
+// # Damage
+//
+// The header is validated in a fixed order: magic (ErrFormat: not a
+// convcache file), version (ErrFormat: newer than this library), checksum
+// (ErrCorrupt). Such files are refused and never overwritten.
+//
+// Every frame carries its own checksum. A damaged frame (bad sync word,
+// length or checksum) is skipped by scanning for the next valid frame, so one
+// flipped byte costs one record, or one snapshot chunk (at most about 128 KiB
+// of entries), and nothing else. A torn tail left by a writer that died
+// mid-append is skipped the same way, and dropped by the next compaction. A
+// reader that does not hold the lock treats an unfinished tail as a write in
+// progress and looks again later.
+//
+// # Caveats
+//
+//   - Scope names are identified by a 64-bit hash; two scopes whose names
+//     collide would share entries (a warning is printed if it is ever seen).
+//   - A stalled process that holds the file lock delays writers by at most
+//     the lock timeout; their entries are kept in memory (ErrPending) and
+//     written later. Finds never wait.
+//   - Network file systems (NFS, Lustre, GPFS, CIFS) are detected and
+//     reported: their locks and rename are weaker than a local disk's.
+//   - A hit does not write the file. Use of entries is recorded in memory and
+//     written as touch frames by Save and Close, for LRU eviction.
+package cache

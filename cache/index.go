@@ -1,0 +1,220 @@
+package cache
+
+import (
+	"bytes"
+	"encoding/binary"
+	"sync/atomic"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// index maps the keys of one scope to their values.
+//
+// Reads take no lock. The table is open addressing with linear probing over
+// atomic 64-bit slots; a slot holds the top 24 bits of the key's hash (a tag
+// that rejects most mismatches without touching the entry) and a 40-bit
+// reference into an append-only arena of byte chunks that holds the entries:
+//
+//	slot:  | tag: hash>>40 (24 bits) | ref: chunk<<22 | offset (40 bits) |
+//	entry: | klen u32 | vlen u32 | used u32 | flags u32 | key | value | pad to 8 |
+//
+// A writer (one at a time; the owner serialises them) fills an entry, then
+// publishes it with an atomic store of its slot, so a reader that sees the
+// slot sees the bytes. Entries are never modified after publication except
+// the used word, which is atomic. Replacing a value writes a new entry and
+// swaps the slot. Nothing is ever removed or moved: space is reclaimed by
+// building a new index and swapping the owner's pointer, so a reader holding
+// an old index keeps reading valid memory.
+//
+// The arena holds no Go pointers, so the garbage collector never scans it.
+type index struct {
+	tab    atomic.Pointer[table]
+	chunks atomic.Pointer[[][]byte]
+
+	// Writer state, guarded by the owner.
+	cs         [][]byte
+	fill       int   // bytes used in the last chunk
+	n          int   // keys
+	liveBytes  int64 // key+value bytes of current entries
+	deadBytes  int64 // arena bytes of replaced entries
+	arenaBytes int64
+}
+
+type table struct {
+	slots []atomic.Uint64
+	mask  uint64
+}
+
+const (
+	entryHeader   = 16
+	refBits       = 40
+	refMask       = 1<<refBits - 1
+	chunkOffBits  = 22
+	maxChunk      = 1 << chunkOffBits // 4 MiB
+	firstChunk    = 64 << 10
+	minTableSlots = 16
+
+	// Entry flags.
+	entryFromFile = 1 // read from the file rather than inserted by this handle
+)
+
+func newIndex(sizeHint int) *index {
+	ix := &index{}
+	slots := minTableSlots
+	for slots*3 < sizeHint*4 {
+		slots *= 2
+	}
+	ix.tab.Store(&table{slots: make([]atomic.Uint64, slots), mask: uint64(slots - 1)})
+	// Reserve ref 0, which marks an empty slot.
+	ix.addChunk(firstChunk)
+	ix.fill = 8
+	return ix
+}
+
+func (ix *index) addChunk(size int) {
+	ix.cs = append(ix.cs, make([]byte, size))
+	cs := ix.cs // a new slice header; the old one stays valid for readers
+	ix.chunks.Store(&cs)
+	ix.fill = 0
+	ix.arenaBytes += int64(size)
+}
+
+// lookup returns the chunk and offset of key's entry.
+func (ix *index) lookup(key []byte, h uint64) (c []byte, off int, ok bool) {
+	t := ix.tab.Load()
+	tag := h >> refBits
+	for i := h & t.mask; ; i = (i + 1) & t.mask {
+		s := t.slots[i].Load()
+		if s == 0 {
+			return nil, 0, false
+		}
+		if s>>refBits != tag {
+			continue
+		}
+		ref := s & refMask
+		c = (*ix.chunks.Load())[ref>>chunkOffBits]
+		off = int(ref & (maxChunk - 1))
+		klen := int(binary.LittleEndian.Uint32(c[off:]))
+		if klen == len(key) && bytes.Equal(c[off+entryHeader:off+entryHeader+klen], key) {
+			return c, off, true
+		}
+	}
+}
+
+// entryValue returns the value of the entry at c[off:].
+func entryValue(c []byte, off int) []byte {
+	klen := int(binary.LittleEndian.Uint32(c[off:]))
+	vlen := int(binary.LittleEndian.Uint32(c[off+4:]))
+	v := off + entryHeader + klen
+	return c[v : v+vlen : v+vlen]
+}
+
+func entryKey(c []byte, off int) []byte {
+	klen := int(binary.LittleEndian.Uint32(c[off:]))
+	return c[off+entryHeader : off+entryHeader+klen]
+}
+
+func entryFlags(c []byte, off int) uint32 {
+	return binary.LittleEndian.Uint32(c[off+12:])
+}
+
+// alloc copies an entry into the arena and returns its reference.
+func (ix *index) alloc(key, value []byte, flags, used uint32) uint64 {
+	size := (entryHeader + len(key) + len(value) + 7) &^ 7
+	last := len(ix.cs) - 1
+	if ix.fill+size > len(ix.cs[last]) {
+		next := min(2*len(ix.cs[last]), maxChunk)
+		for next < size {
+			next *= 2
+		}
+		ix.addChunk(next)
+		last++
+	}
+	c, off := ix.cs[last], ix.fill
+	binary.LittleEndian.PutUint32(c[off:], uint32(len(key)))
+	binary.LittleEndian.PutUint32(c[off+4:], uint32(len(value)))
+	binary.LittleEndian.PutUint32(c[off+8:], used)
+	binary.LittleEndian.PutUint32(c[off+12:], flags)
+	copy(c[off+entryHeader:], key)
+	copy(c[off+entryHeader+len(key):], value)
+	ix.fill += size
+	return uint64(last)<<chunkOffBits | uint64(off)
+}
+
+// put sets key's value. It reports whether the index changed (false when the
+// key already had exactly this value). Writers only.
+func (ix *index) put(key, value []byte, h uint64, flags, used uint32) bool {
+	t := ix.tab.Load()
+	tag := h >> refBits
+	i := h & t.mask
+	for ; ; i = (i + 1) & t.mask {
+		s := t.slots[i].Load()
+		if s == 0 {
+			break
+		}
+		if s>>refBits != tag {
+			continue
+		}
+		ref := s & refMask
+		c, off := ix.cs[ref>>chunkOffBits], int(ref&(maxChunk-1))
+		if !bytes.Equal(entryKey(c, off), key) {
+			continue
+		}
+		old := entryValue(c, off)
+		if bytes.Equal(old, value) {
+			return false
+		}
+		ix.liveBytes += int64(len(value) - len(old))
+		ix.deadBytes += int64((entryHeader + len(key) + len(old) + 7) &^ 7)
+		t.slots[i].Store(tag<<refBits | ix.alloc(key, value, flags, atomicLoad32(c, off+8)))
+		return true
+	}
+	if (ix.n+1)*4 > len(t.slots)*3 {
+		t = ix.grow()
+		for i = h & t.mask; t.slots[i].Load() != 0; i = (i + 1) & t.mask {
+		}
+	}
+	t.slots[i].Store(tag<<refBits | ix.alloc(key, value, flags, used))
+	ix.n++
+	ix.liveBytes += int64(len(key) + len(value))
+	return true
+}
+
+// grow publishes a table twice the size. Readers of the old table still find
+// every entry that was published in it.
+func (ix *index) grow() *table {
+	old := ix.tab.Load()
+	n := 2 * len(old.slots)
+	t := &table{slots: make([]atomic.Uint64, n), mask: uint64(n - 1)}
+	for i := range old.slots {
+		s := old.slots[i].Load()
+		if s == 0 {
+			continue
+		}
+		ref := s & refMask
+		h := xxhash.Sum64(entryKey(ix.cs[ref>>chunkOffBits], int(ref&(maxChunk-1))))
+		j := h & t.mask
+		for t.slots[j].Load() != 0 {
+			j = (j + 1) & t.mask
+		}
+		t.slots[j].Store(s)
+	}
+	ix.tab.Store(t)
+	return t
+}
+
+// each calls fn for every current entry. Writers only (or a quiescent index).
+func (ix *index) each(fn func(c []byte, off int)) {
+	t := ix.tab.Load()
+	for i := range t.slots {
+		if s := t.slots[i].Load(); s != 0 {
+			ref := s & refMask
+			fn(ix.cs[ref>>chunkOffBits], int(ref&(maxChunk-1)))
+		}
+	}
+}
+
+// memBytes is the memory the index holds: arena chunks and table.
+func (ix *index) memBytes() int64 {
+	return ix.arenaBytes + int64(len(ix.tab.Load().slots))*8
+}

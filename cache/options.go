@@ -1,0 +1,117 @@
+package cache
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Limits on what a cache stores.
+const (
+	MaxKeySize   = 4 << 10 // bytes in a key
+	MaxValueSize = 1 << 20 // bytes in a value
+	MaxScopeSize = 4 << 10 // bytes in a scope name
+)
+
+// Defaults for the zero values of Options.
+const (
+	DefaultScope        = "default"
+	DefaultLockTimeout  = 5 * time.Second
+	DefaultBuildTimeout = 60 * time.Second
+	// DefaultCompactJournal is the journal size above which an insert or
+	// save compacts, once the journal is also larger than the snapshot.
+	DefaultCompactJournal = 4 << 20
+)
+
+// Mode selects how a cache reads and writes.
+type Mode int
+
+const (
+	// ModeReadWrite finds and inserts. It is the default.
+	ModeReadWrite Mode = iota
+	// ModeReadOnly finds but never writes the file. Inserts are kept in
+	// memory for the life of the handle and reported with ErrReadOnly.
+	ModeReadOnly
+	// ModeOff disables the cache: every find misses and every insert succeeds
+	// without writing. The file system is not touched.
+	ModeOff
+	// ModeRecache ignores hits, so callers measure again, and writes the
+	// fresh results over the old ones.
+	ModeRecache
+	// ModeStrict treats a miss as an error (ErrMiss).
+	ModeStrict
+)
+
+var modeNames = [...]string{"rw", "ro", "off", "recache", "strict"}
+
+func (m Mode) String() string {
+	if m >= 0 && int(m) < len(modeNames) {
+		return modeNames[m]
+	}
+	return fmt.Sprintf("Mode(%d)", int(m))
+}
+
+// ParseMode parses a mode name as used by CONVCACHE_MODE.
+func ParseMode(s string) (Mode, bool) {
+	for i, n := range modeNames {
+		if s == n {
+			return Mode(i), true
+		}
+	}
+	return 0, false
+}
+
+// Options configure Open. The zero value is ready to use.
+type Options struct {
+	// Scope names the environment the entries were measured in, such as a
+	// GPU, driver and library fingerprint. Entries of one scope are never
+	// returned to a handle of another. Empty means DefaultScope.
+	Scope string
+	// Mode is the read/write behaviour; the zero value is ModeReadWrite.
+	Mode Mode
+	// LockTimeout bounds each wait for the file lock (0 = DefaultLockTimeout).
+	LockTimeout time.Duration
+	// BuildTimeout bounds how long GetOrCreate waits for another thread or
+	// process that is building the same key before building it itself
+	// (0 = DefaultBuildTimeout).
+	BuildTimeout time.Duration
+	// MaxBytes and MaxEntries bound the file; compaction evicts the least
+	// recently used entries to stay below them. 0 means unbounded.
+	MaxBytes   int64
+	MaxEntries int64
+	// CompactJournal overrides DefaultCompactJournal (bytes).
+	CompactJournal int64
+	// TrustShared opens a file owned by another user, or writable by group
+	// or others, read-write. Without it such a file is opened read-only.
+	TrustShared bool
+	// Warn receives one-line warnings. Nil means standard error.
+	Warn io.Writer
+
+	fs fileSystem // nil means the real file system; tests inject faults
+}
+
+// DefaultPath returns the default cache file: $CONVCACHE_PATH, else
+// $XDG_CACHE_HOME/convcache/cache.ccdb, else ~/.cache/convcache/cache.ccdb.
+func DefaultPath() (string, error) {
+	return DefaultPathFrom(os.Getenv)
+}
+
+// DefaultPathFrom is DefaultPath reading variables through getenv.
+func DefaultPathFrom(getenv func(string) string) (string, error) {
+	if p := getenv("CONVCACHE_PATH"); p != "" {
+		return p, nil
+	}
+	if d := getenv("XDG_CACHE_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "convcache", "cache.ccdb"), nil
+	}
+	home := getenv("HOME")
+	if home == "" {
+		return "", fmt.Errorf("%w: no cache path: set CONVCACHE_PATH or HOME", ErrInvalid)
+	}
+	if !filepath.IsAbs(home) {
+		return "", fmt.Errorf("%w: HOME=%q is not an absolute path: set CONVCACHE_PATH", ErrInvalid, home)
+	}
+	return filepath.Join(home, ".cache", "convcache", "cache.ccdb"), nil
+}

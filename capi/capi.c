@@ -1,0 +1,216 @@
+/*
+ * The public C API. Each function checks its arguments and the fork state
+ * here, in C, before it enters Go: NULL checks cost nothing, and a child
+ * forked after the Go runtime started must never enter it (its other threads
+ * are gone; a Go call there can hang). The Go side is in exports.go, under
+ * other names that the version script hides.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "capi_internal.h"
+#include "_cgo_export.h"
+
+/* ---- fork detection ---------------------------------------------------- */
+
+static volatile int cc_forked;
+
+static void cc_atfork_child(void) { cc_forked = 1; }
+
+__attribute__((constructor)) static void cc_init(void) {
+    pthread_atfork(NULL, NULL, cc_atfork_child);
+}
+
+/* ---- errors ------------------------------------------------------------ */
+
+static __thread char cc_errbuf[1024];
+
+void ccx_set_error(const char *msg, size_t len) {
+    if (len >= sizeof cc_errbuf) len = sizeof cc_errbuf - 1;
+    memcpy(cc_errbuf, msg, len);
+    cc_errbuf[len] = 0;
+}
+
+static int cc_fail(int code, const char *msg) {
+    snprintf(cc_errbuf, sizeof cc_errbuf, "convcache: %s", msg);
+    return code;
+}
+
+#define CC_FORK_GUARD()                                                        \
+    do {                                                                       \
+        if (__builtin_expect(cc_forked, 0))                                    \
+            return cc_fail(CONVCACHE_E_FORKED,                                 \
+                           "called in a forked child: the parent's cache "     \
+                           "cannot be used here; exec, or open after exec");   \
+    } while (0)
+
+const char *convcache_last_error(void) { return cc_errbuf; }
+
+const char *convcache_strerror(int code) {
+    switch (code) {
+    case CONVCACHE_OK: return "success";
+    case CONVCACHE_HIT: return "hit";
+    case CONVCACHE_PENDING: return "kept in memory; not yet written (lock busy)";
+    case CONVCACHE_E_INVALID: return "invalid argument";
+    case CONVCACHE_E_HANDLE: return "not an open handle";
+    case CONVCACHE_E_SIZE: return "key, value or scope size out of range";
+    case CONVCACHE_E_RANGE: return "value buffer too small";
+    case CONVCACHE_E_IO: return "I/O error";
+    case CONVCACHE_E_ACCESS: return "permission denied";
+    case CONVCACHE_E_NOSPC: return "no space left on device";
+    case CONVCACHE_E_FORMAT: return "not a convcache file, or a newer format";
+    case CONVCACHE_E_CORRUPT: return "cache file header is damaged";
+    case CONVCACHE_E_LOCK: return "timed out waiting for the cache lock";
+    case CONVCACHE_E_READONLY: return "cache is read-only";
+    case CONVCACHE_E_FORKED: return "called in a forked child";
+    case CONVCACHE_E_MISS: return "miss in strict mode";
+    case CONVCACHE_E_UNAVAILABLE: return "not available";
+    case CONVCACHE_E_BUILDER: return "builder failed";
+    case CONVCACHE_E_INTERNAL: return "internal error";
+    }
+    if (code <= CONVCACHE_E_USER) return "builder error";
+    return "unknown code";
+}
+
+const char *convcache_version(void) { return CONVCACHE_VERSION_STRING; }
+
+int convcache_version_number(void) { return CONVCACHE_VERSION_NUMBER; }
+
+/* ---- handles ----------------------------------------------------------- */
+
+/* Each thread counts its hits in its own stripe of the handle's counters,
+ * so threads that hit at the same time do not share a cache line. */
+static __thread int cc_stripe = -1;
+static int cc_next_stripe;
+
+static inline int cc_thread_stripe(void) {
+    int s = cc_stripe;
+    if (__builtin_expect(s < 0, 0))
+        s = cc_stripe = __atomic_fetch_add(&cc_next_stripe, 1, __ATOMIC_RELAXED) & 63;
+    return s;
+}
+
+void convcache_options_init(convcache_options *o) {
+    if (!o) return;
+    memset(o, 0, sizeof *o);
+    o->struct_size = sizeof *o;
+}
+
+static int cc_open(convcache_options *o, convcache **out) {
+    if (o->scope && strnlen(o->scope, CONVCACHE_SCOPE_MAX + 1) > CONVCACHE_SCOPE_MAX)
+        return cc_fail(CONVCACHE_E_SIZE, "scope is longer than CONVCACHE_SCOPE_MAX bytes");
+    if (o->mode < CONVCACHE_MODE_DEFAULT || o->mode > CONVCACHE_MODE_STRICT)
+        return cc_fail(CONVCACHE_E_INVALID, "unknown mode");
+    if (o->lock_timeout_ms < 0 || o->build_timeout_ms < 0 || o->remote_timeout_ms < 0 ||
+        o->max_bytes < 0 || o->max_entries < 0)
+        return cc_fail(CONVCACHE_E_INVALID, "negative timeout or bound");
+    uintptr_t h = 0;
+    int rc = ccgo_open(o, &h);
+    if (rc == CONVCACHE_OK) *out = (convcache *)h;
+    return rc;
+}
+
+int convcache_open(const char *path, const char *scope, convcache **out) {
+    if (!out) return cc_fail(CONVCACHE_E_INVALID, "convcache_open: out is NULL");
+    *out = NULL;
+    CC_FORK_GUARD();
+    convcache_options o;
+    convcache_options_init(&o);
+    o.path = path;
+    o.scope = scope;
+    return cc_open(&o, out);
+}
+
+int convcache_open_ex(const convcache_options *opts, convcache **out) {
+    if (!out) return cc_fail(CONVCACHE_E_INVALID, "convcache_open_ex: out is NULL");
+    *out = NULL;
+    CC_FORK_GUARD();
+    if (!opts) return cc_fail(CONVCACHE_E_INVALID, "convcache_open_ex: opts is NULL");
+    if (opts->struct_size == 0 || opts->struct_size > sizeof(convcache_options))
+        return cc_fail(CONVCACHE_E_INVALID,
+                       "convcache_open_ex: opts->struct_size is 0 or newer than this library; "
+                       "call convcache_options_init");
+    convcache_options o;
+    memset(&o, 0, sizeof o);
+    memcpy(&o, opts, opts->struct_size);
+    o.struct_size = sizeof o;
+    return cc_open(&o, out);
+}
+
+void convcache_close(convcache *c) {
+    if (!c || cc_forked) return;
+    ccgo_close((uintptr_t)c);
+}
+
+int convcache_find(convcache *c, const void *key, size_t key_len, void *value,
+                   size_t value_cap, size_t *value_len) {
+    CC_FORK_GUARD();
+    if (__builtin_expect(!c || !key || !value_len || (!value && value_cap), 0))
+        return cc_fail(CONVCACHE_E_INVALID, "convcache_find: NULL handle, key, value or value_len");
+    if (__builtin_expect(key_len - 1 >= CONVCACHE_KEY_MAX, 0))
+        return cc_fail(CONVCACHE_E_SIZE, "convcache_find: key_len must be 1..CONVCACHE_KEY_MAX");
+    return ccgo_find((uintptr_t)c, (void *)key, key_len, value, value_cap, value_len,
+                     cc_thread_stripe());
+}
+
+int convcache_insert(convcache *c, const void *key, size_t key_len, const void *value,
+                     size_t value_len) {
+    CC_FORK_GUARD();
+    if (!c || !key || (!value && value_len))
+        return cc_fail(CONVCACHE_E_INVALID, "convcache_insert: NULL handle, key or value");
+    if (key_len - 1 >= CONVCACHE_KEY_MAX)
+        return cc_fail(CONVCACHE_E_SIZE, "convcache_insert: key_len must be 1..CONVCACHE_KEY_MAX");
+    if (value_len > CONVCACHE_VALUE_MAX)
+        return cc_fail(CONVCACHE_E_SIZE, "convcache_insert: value_len exceeds CONVCACHE_VALUE_MAX");
+    return ccgo_insert((uintptr_t)c, (void *)key, key_len, (void *)value, value_len);
+}
+
+int convcache_load(convcache *c) {
+    CC_FORK_GUARD();
+    if (!c) return cc_fail(CONVCACHE_E_INVALID, "convcache_load: NULL handle");
+    return ccgo_load((uintptr_t)c);
+}
+
+int convcache_save(convcache *c) {
+    CC_FORK_GUARD();
+    if (!c) return cc_fail(CONVCACHE_E_INVALID, "convcache_save: NULL handle");
+    return ccgo_save((uintptr_t)c);
+}
+
+int ccx_call_builder(convcache_builder b, void *user, const void *key, size_t key_len,
+                     void *value, size_t value_cap, size_t *value_len) {
+    return b(user, key, key_len, value, value_cap, value_len);
+}
+
+int convcache_get_or_create(convcache *c, const void *key, size_t key_len,
+                            convcache_builder build, void *user, void *value,
+                            size_t value_cap, size_t *value_len) {
+    CC_FORK_GUARD();
+    if (!c || !key || !build || !value_len || (!value && value_cap))
+        return cc_fail(CONVCACHE_E_INVALID,
+                       "convcache_get_or_create: NULL handle, key, builder, value or value_len");
+    if (key_len - 1 >= CONVCACHE_KEY_MAX)
+        return cc_fail(CONVCACHE_E_SIZE,
+                       "convcache_get_or_create: key_len must be 1..CONVCACHE_KEY_MAX");
+    return ccgo_get_or_create((uintptr_t)c, (void *)key, key_len, build, user, value,
+                              value_cap, value_len);
+}
+
+int convcache_stats(convcache *c, struct convcache_stats *out) {
+    CC_FORK_GUARD();
+    if (!c || !out) return cc_fail(CONVCACHE_E_INVALID, "convcache_stats: NULL handle or out");
+    size_t want = out->struct_size;
+    if (want < sizeof(size_t))
+        return cc_fail(CONVCACHE_E_INVALID, "convcache_stats: set out->struct_size first");
+    struct convcache_stats full;
+    memset(&full, 0, sizeof full);
+    int rc = ccgo_stats((uintptr_t)c, &full);
+    if (rc != CONVCACHE_OK) return rc;
+    if (want > sizeof full) want = sizeof full;
+    full.struct_size = want;
+    memcpy(out, &full, want);
+    return CONVCACHE_OK;
+}

@@ -1,0 +1,17 @@
+/* Declarations shared by the cgo preamble (exports.go) and capi.c. Not
+ * installed: the contract is include/convcache.h. */
+#ifndef CONVCACHE_CAPI_INTERNAL_H
+#define CONVCACHE_CAPI_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "convcache.h"
+
+/* Calls a builder function pointer (cgo cannot call one directly). */
+int ccx_call_builder(convcache_builder b, void *user, const void *key, size_t key_len,
+                     void *value, size_t value_cap, size_t *value_len);
+
+/* Records the calling thread's last error message. */
+void ccx_set_error(const char *msg, size_t len);
+
+#endif

@@ -1,0 +1,17 @@
+// Command capi is built with -buildmode=c-shared into libconvcache.so, the
+// C ABI of convcache. It is not run as a program.
+//
+// The contract is the hand-written include/convcache.h. capi.c defines the
+// public convcache_* functions: each checks its arguments and whether the
+// process has forked, then calls a Go export of another name (ccgo_*) in
+// exports.go. The linker version script exports.map keeps every name but
+// convcache_* out of the library's dynamic symbol table, the Go runtime's
+// included.
+//
+// Handles are opaque tokens, a slot number and a generation, never pointers:
+// a closed, stale or garbage handle is rejected with CONVCACHE_E_HANDLE
+// instead of being dereferenced. No Go pointer is handed to C, nothing
+// panics across the boundary (each export recovers and returns
+// CONVCACHE_E_INTERNAL), and errors are described in a per-thread buffer
+// that convcache_last_error returns.
+package main

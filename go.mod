@@ -1,0 +1,9 @@
+module github.com/convcache/convcache
+
+go 1.26.8
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0
+	github.com/klauspost/compress v1.20.3
+	golang.org/x/sys v0.49.0
+)

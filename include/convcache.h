@@ -1,0 +1,320 @@
+/*
+ * convcache.h - a persistent, process-shared cache of convolution algorithm
+ * choices (cuDNN benchmark results), or of any small opaque key/value pair.
+ *
+ * Link with -lconvcache (pkg-config: convcache). Every function is safe to
+ * call from many threads at once, on one handle or several, and any number
+ * of processes may open the same file.
+ *
+ * Conventions
+ *   - Functions return 0 (CONVCACHE_OK) or a positive status on success and
+ *     a negative CONVCACHE_E_* code on failure. The codes are fixed: they
+ *     are never renumbered. convcache_strerror() names them, and
+ *     convcache_last_error() describes the calling thread's last failure,
+ *     naming the file and what to do.
+ *   - Keys and values are opaque bytes. Keys are 1..CONVCACHE_KEY_MAX bytes,
+ *     values 0..CONVCACHE_VALUE_MAX bytes. Keys are compared in full.
+ *   - The library never keeps a pointer you pass in after the call returns,
+ *     and never returns memory you must free.
+ *   - Nothing here aborts, exits or raises a signal in your process.
+ *
+ * Define CONVCACHE_DYNAMIC before including this header to resolve the API
+ * at run time with dlopen instead of linking (see convcache_dynamic.h).
+ */
+#ifndef CONVCACHE_H
+#define CONVCACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Version ------------------------------------------------------------ */
+
+#define CONVCACHE_VERSION_MAJOR 1
+#define CONVCACHE_VERSION_MINOR 0
+#define CONVCACHE_VERSION_PATCH 0
+#define CONVCACHE_VERSION_NUMBER \
+    (CONVCACHE_VERSION_MAJOR * 10000 + CONVCACHE_VERSION_MINOR * 100 + CONVCACHE_VERSION_PATCH)
+#define CONVCACHE_VERSION_STRING "1.0.0"
+
+/* ---- Limits ------------------------------------------------------------- */
+
+#define CONVCACHE_KEY_MAX   4096      /* bytes in a key (at least 1) */
+#define CONVCACHE_VALUE_MAX 1048576   /* bytes in a value */
+#define CONVCACHE_SCOPE_MAX 4096      /* bytes in a scope name */
+
+/* ---- Status and error codes (fixed values) ------------------------------ */
+
+#define CONVCACHE_OK            0   /* success */
+#define CONVCACHE_HIT           1   /* find / get_or_create: the value came from the cache */
+#define CONVCACHE_PENDING       2   /* insert: kept in memory; the file lock was busy, a later
+                                       insert or save writes it */
+
+#define CONVCACHE_E_INVALID     (-1)  /* a NULL pointer or an invalid argument */
+#define CONVCACHE_E_HANDLE      (-2)  /* not an open handle (closed, or never opened) */
+#define CONVCACHE_E_SIZE        (-3)  /* key, value or scope length out of range */
+#define CONVCACHE_E_RANGE       (-4)  /* value buffer too small; *value_len holds the size needed */
+#define CONVCACHE_E_IO          (-5)  /* a read, write, fsync or rename failed */
+#define CONVCACHE_E_ACCESS      (-6)  /* permission denied or read-only file system */
+#define CONVCACHE_E_NOSPC       (-7)  /* no space left on the device; the file is left intact */
+#define CONVCACHE_E_FORMAT      (-8)  /* not a convcache file (empty, foreign) or a newer format;
+                                         the file is left untouched */
+#define CONVCACHE_E_CORRUPT     (-9)  /* the file header is damaged; the file is left untouched */
+#define CONVCACHE_E_LOCK        (-10) /* the file lock was not available within the lock timeout */
+#define CONVCACHE_E_READONLY    (-11) /* the handle is read-only (mode ro, untrusted file, or
+                                         read-only file); inserted values stay in memory */
+#define CONVCACHE_E_FORKED      (-12) /* called in a child forked after the library started;
+                                         the child must exec or use its own process */
+#define CONVCACHE_E_MISS        (-13) /* a miss in strict mode */
+#define CONVCACHE_E_UNAVAILABLE (-14) /* the library, driver or device is not available */
+#define CONVCACHE_E_BUILDER     (-15) /* a builder failed with a positive code or a bad length */
+#define CONVCACHE_E_INTERNAL    (-16) /* an internal error (a bug); the host process is unharmed */
+
+/* Builders may return their own negative codes at or below this value; they
+ * are passed through to the caller unchanged. */
+#define CONVCACHE_E_USER        (-1000)
+
+/* ---- Modes -------------------------------------------------------------- */
+
+#define CONVCACHE_MODE_DEFAULT 0 /* $CONVCACHE_MODE, else read-write */
+#define CONVCACHE_MODE_RW      1 /* find and insert */
+#define CONVCACHE_MODE_RO      2 /* find; never write the file */
+#define CONVCACHE_MODE_OFF     3 /* every find misses, every insert succeeds without writing */
+#define CONVCACHE_MODE_RECACHE 4 /* ignore hits; write fresh results over old ones */
+#define CONVCACHE_MODE_STRICT  5 /* a miss is an error (CONVCACHE_E_MISS) */
+
+/* ---- Handles ------------------------------------------------------------ */
+
+/* An open cache: one file seen through one scope. Opaque; safe to share
+ * between threads. A closed or invalid handle is detected and rejected with
+ * CONVCACHE_E_HANDLE rather than dereferenced. */
+typedef struct convcache convcache;
+
+/*
+ * convcache_open - open (creating if needed) a cache file.
+ *
+ * path   The cache file. NULL means the default: $CONVCACHE_PATH, else
+ *        $XDG_CACHE_HOME/convcache/cache.ccdb, else
+ *        ~/.cache/convcache/cache.ccdb. Missing directories are created with
+ *        mode 0700 and the file with mode 0600.
+ * scope  The environment fingerprint (for example convcache_cudnn_scope()'s
+ *        output). Entries written under one scope are never returned under
+ *        another; they stay in the file. NULL means $CONVCACHE_SCOPE, else
+ *        "default". At most CONVCACHE_SCOPE_MAX bytes.
+ * out    Receives the handle. Set to NULL on failure.
+ *
+ * Environment: CONVCACHE_DISABLE, CONVCACHE_MODE, CONVCACHE_LOCK_TIMEOUT_MS,
+ * CONVCACHE_BUILD_TIMEOUT_MS, CONVCACHE_MAX_BYTES, CONVCACHE_MAX_ENTRIES and
+ * CONVCACHE_TRUST_SHARED (see the README). A nonsense value prints one
+ * warning on stderr and its default is used.
+ *
+ * A file owned by another user, or writable by group or others, or not
+ * writable, is opened read-only with a warning (CONVCACHE_TRUST_SHARED=1
+ * lifts the ownership check).
+ *
+ * Returns CONVCACHE_OK, or CONVCACHE_E_INVALID (out is NULL, path is a
+ * directory), CONVCACHE_E_SIZE (scope too long), CONVCACHE_E_ACCESS,
+ * CONVCACHE_E_IO, CONVCACHE_E_FORMAT (empty, foreign or newer file),
+ * CONVCACHE_E_CORRUPT (damaged header), CONVCACHE_E_FORKED.
+ */
+int convcache_open(const char *path, const char *scope, convcache **out);
+
+/* Options for convcache_open_ex. Zero every field you do not set
+ * (convcache_options_init does), and set struct_size so that the library
+ * can tell which fields your header version has. */
+typedef struct convcache_options {
+    size_t struct_size;       /* sizeof(convcache_options) */
+    const char *path;         /* as convcache_open; NULL = default */
+    const char *scope;        /* as convcache_open; NULL = $CONVCACHE_SCOPE or "default" */
+    int mode;                 /* CONVCACHE_MODE_*; 0 = $CONVCACHE_MODE or read-write */
+    int lock_timeout_ms;      /* 0 = $CONVCACHE_LOCK_TIMEOUT_MS or 5000 */
+    int build_timeout_ms;     /* 0 = $CONVCACHE_BUILD_TIMEOUT_MS or 60000 */
+    int reserved0;
+    int64_t max_bytes;        /* 0 = $CONVCACHE_MAX_BYTES or unbounded */
+    int64_t max_entries;      /* 0 = $CONVCACHE_MAX_ENTRIES or unbounded */
+    const char *system_path;  /* read-only tier; NULL = $CONVCACHE_SYSTEM_PATH */
+    const char *remote;       /* redis[s]://...; NULL = $CONVCACHE_REMOTE; "" = none */
+    int remote_timeout_ms;    /* 0 = $CONVCACHE_REMOTE_TIMEOUT_MS or the default */
+    int reserved1;
+} convcache_options;
+
+/* convcache_options_init - zero *opts and set its struct_size. */
+void convcache_options_init(convcache_options *opts);
+
+/*
+ * convcache_open_ex - open a cache with options. Fields left zero take their
+ * environment value or default, as convcache_open.
+ *
+ * Returns as convcache_open, and CONVCACHE_E_INVALID if opts is NULL or
+ * opts->struct_size is 0 or larger than this library knows.
+ */
+int convcache_open_ex(const convcache_options *opts, convcache **out);
+
+/*
+ * convcache_close - write what can be written without waiting long, and
+ * release the handle. Does not fsync (call convcache_save for that).
+ * Accepts NULL and already-closed handles. Must not race with other calls
+ * on the same handle.
+ */
+void convcache_close(convcache *c);
+
+/* ---- Find, insert, load, save ------------------------------------------- */
+
+/*
+ * convcache_find - look a key up.
+ *
+ * On a hit copies the value to value[0..value_cap) and sets *value_len to
+ * its length. A hit reads memory only. A miss first checks the file for
+ * entries other processes appended since (cheap when nothing changed), so
+ * a peer's result is a hit without reloading. Never waits for a lock.
+ *
+ * value may be NULL only when value_cap is 0.
+ *
+ * Returns CONVCACHE_HIT (1), 0 on a miss, or CONVCACHE_E_RANGE (value_cap too
+ * small: *value_len is set to the size needed and nothing is written),
+ * CONVCACHE_E_INVALID (NULL c, key or value_len), CONVCACHE_E_SIZE (key_len
+ * 0 or above CONVCACHE_KEY_MAX), CONVCACHE_E_HANDLE, CONVCACHE_E_MISS
+ * (strict mode), CONVCACHE_E_FORKED.
+ */
+int convcache_find(convcache *c, const void *key, size_t key_len,
+                   void *value, size_t value_cap, size_t *value_len);
+
+/*
+ * convcache_insert - set a key's value, replacing any earlier value.
+ *
+ * The record is appended to the file before the call returns, so a process
+ * killed right after loses nothing (call convcache_save to survive a power
+ * failure too). Writers wait for the file lock at most the lock timeout.
+ *
+ * Returns CONVCACHE_OK, or CONVCACHE_PENDING (the lock was busy: the entry is
+ * in memory and the next insert or save writes it), CONVCACHE_E_INVALID,
+ * CONVCACHE_E_SIZE, CONVCACHE_E_HANDLE, CONVCACHE_E_READONLY (kept in memory
+ * only), CONVCACHE_E_NOSPC (kept in memory, retried by the next insert or
+ * save), CONVCACHE_E_IO, CONVCACHE_E_FORMAT (the file was replaced by a
+ * foreign one), CONVCACHE_E_FORKED.
+ */
+int convcache_insert(convcache *c, const void *key, size_t key_len,
+                     const void *value, size_t value_len);
+
+/*
+ * convcache_load - pick up everything in the file, including what other
+ * processes wrote since the last look. (Misses do this on their own; call
+ * it to warm up before a latency-sensitive phase.)
+ *
+ * Returns CONVCACHE_OK, CONVCACHE_E_INVALID, CONVCACHE_E_HANDLE,
+ * CONVCACHE_E_IO, CONVCACHE_E_FORMAT, CONVCACHE_E_CORRUPT,
+ * CONVCACHE_E_FORKED.
+ */
+int convcache_load(convcache *c);
+
+/*
+ * convcache_save - make everything inserted through this handle durable.
+ *
+ * Writes entries kept in memory and the record of which entries were used
+ * (for LRU eviction), compacts the file if its journal has grown enough, and
+ * fsyncs. Returns CONVCACHE_OK only when everything inserted through this
+ * handle is on stable storage; otherwise CONVCACHE_E_LOCK, CONVCACHE_E_NOSPC,
+ * CONVCACHE_E_IO, CONVCACHE_E_READONLY (entries are in memory only),
+ * CONVCACHE_E_INVALID, CONVCACHE_E_HANDLE, CONVCACHE_E_FORKED.
+ */
+int convcache_save(convcache *c);
+
+/* ---- Single-flight builds ----------------------------------------------- */
+
+/*
+ * A builder produces the value for a missing key (typically by running the
+ * benchmark). It writes the value to value[0..value_cap) and sets
+ * *value_len. It returns 0 on success; any other value fails the build.
+ * key and value are the ones passed to convcache_get_or_create; user is its
+ * user argument. A builder may call other convcache functions, but asking
+ * for the same key again waits for itself until the build timeout.
+ */
+typedef int (*convcache_builder)(void *user, const void *key, size_t key_len,
+                                 void *value, size_t value_cap, size_t *value_len);
+
+/*
+ * convcache_get_or_create - find key, or build and insert its value.
+ *
+ * Builds are single-flight: threads of one process asking for the same
+ * missing key run the builder once and share its value, and processes
+ * sharing the file wait for each other through a per-key lock, so N ranks
+ * that miss the same key together benchmark it once. A waiter waits at most
+ * the build timeout (CONVCACHE_BUILD_TIMEOUT_MS), then builds itself. A
+ * builder whose process dies releases its waiters at once.
+ *
+ * Returns CONVCACHE_HIT (1) when the value came from the cache or another
+ * builder, CONVCACHE_OK (0) when this call ran the builder (a value it could
+ * not write to the file is kept in memory), or a negative error: the
+ * builder's own code when it returned a negative one (nothing is stored),
+ * CONVCACHE_E_BUILDER for a positive one, CONVCACHE_E_RANGE (value_cap too
+ * small; *value_len holds the size needed), CONVCACHE_E_MISS (strict mode:
+ * the builder is not run), CONVCACHE_E_INVALID, CONVCACHE_E_SIZE,
+ * CONVCACHE_E_HANDLE, CONVCACHE_E_FORKED.
+ */
+int convcache_get_or_create(convcache *c, const void *key, size_t key_len,
+                            convcache_builder build, void *user,
+                            void *value, size_t value_cap, size_t *value_len);
+
+/* ---- Statistics --------------------------------------------------------- */
+
+/* Like struct stat and stat(), the struct and the function share a name:
+ * write "struct convcache_stats". */
+struct convcache_stats {
+    size_t struct_size;       /* in: sizeof(convcache_stats); out: bytes filled */
+    uint64_t hits;            /* finds answered by the cache */
+    uint64_t hits_memory;     /*   on entries inserted through this handle */
+    uint64_t hits_file;       /*   on entries read from the file (persistent hits) */
+    uint64_t misses;
+    uint64_t inserts;
+    uint64_t builds;          /* builders run by get_or_create */
+    uint64_t entries;         /* entries of this scope in memory */
+    uint64_t pending;         /* entries in memory not yet written */
+    uint64_t mem_bytes;       /* memory held by the index */
+    uint64_t file_bytes;      /* size of the file as last seen */
+    uint64_t journal_bytes;   /* appended since the last compaction */
+    uint64_t snapshot_bytes;  /* compacted snapshot */
+    uint64_t lock_waits;      /* lock acquisitions that had to wait */
+    uint64_t lock_wait_ns;    /* total time spent waiting for locks */
+    uint64_t compactions;     /* compactions run by this handle */
+    uint64_t evictions;       /* entries evicted by those compactions */
+    uint64_t damaged_bytes;   /* bytes of damaged records skipped */
+    int64_t last_compaction_ms; /* unix ms when the file was last compacted */
+    int32_t read_only;        /* 1 if the handle never writes its file */
+    int32_t network_fs;       /* 1 if the file is on NFS, Lustre, GPFS, CIFS, ... */
+};
+
+/*
+ * convcache_stats - read a handle's counters. Set out->struct_size first;
+ * fields beyond it are not written, and out->struct_size is set to the
+ * bytes filled.
+ *
+ * Returns CONVCACHE_OK, CONVCACHE_E_INVALID, CONVCACHE_E_HANDLE,
+ * CONVCACHE_E_FORKED.
+ */
+int convcache_stats(convcache *c, struct convcache_stats *out);
+
+/* ---- Errors and versions ------------------------------------------------ */
+
+/* convcache_strerror - a static, human-readable name for a return code. */
+const char *convcache_strerror(int code);
+
+/* convcache_last_error - a description of the calling thread's most recent
+ * failure (naming the file and what to do), or "" if none. Valid until the
+ * thread's next convcache call. */
+const char *convcache_last_error(void);
+
+/* convcache_version - the library's version, "MAJOR.MINOR.PATCH". */
+const char *convcache_version(void);
+
+/* convcache_version_number - the library's CONVCACHE_VERSION_NUMBER.
+ * Compare with the header's to detect a mismatch. */
+int convcache_version_number(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CONVCACHE_H */

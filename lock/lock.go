@@ -1,0 +1,131 @@
+package lock
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrTimeout is returned when a lock could not be acquired before the
+// deadline.
+var ErrTimeout = errors.New("lock: timed out waiting for lock")
+
+// keySpace is the number of distinct key-lock offsets.
+const keySpace = 1 << 40
+
+// File is a sidecar lock file. The zero value is not usable; use New.
+// A File is safe for concurrent use.
+type File struct {
+	path string
+}
+
+// New returns a File for path. The file is created (mode 0600) on first use.
+func New(path string) *File { return &File{path: path} }
+
+// Path returns the sidecar's path.
+func (f *File) Path() string { return f.path }
+
+// Lock is a held lock. Release it with Unlock.
+type Lock struct {
+	fd int
+}
+
+// Unlock releases the lock. It is safe to call on a nil Lock and more than
+// once.
+func (l *Lock) Unlock() {
+	if l == nil || l.fd < 0 {
+		return
+	}
+	unix.Close(l.fd) // closing the only descriptor of the OFD drops its locks
+	l.fd = -1
+}
+
+// Lock takes the exclusive file lock, waiting at most timeout. A timeout <= 0
+// means a single non-blocking attempt.
+func (f *File) Lock(timeout time.Duration) (*Lock, error) {
+	return f.lockRange(0, timeout)
+}
+
+// TryLockKey makes one non-blocking attempt at the key lock for hash h. It
+// returns (nil, nil) when another descriptor holds it.
+func (f *File) TryLockKey(h uint64) (*Lock, error) {
+	l, err := f.lockRange(1+int64(h%keySpace), 0)
+	if errors.Is(err, ErrTimeout) {
+		return nil, nil
+	}
+	return l, err
+}
+
+// LockKey takes the key lock for hash h, waiting at most timeout.
+func (f *File) LockKey(h uint64, timeout time.Duration) (*Lock, error) {
+	return f.lockRange(1+int64(h%keySpace), timeout)
+}
+
+func (f *File) open() (int, error) {
+	for {
+		fd, err := unix.Open(f.path, unix.O_RDWR|unix.O_CREAT|unix.O_CLOEXEC, 0o600)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return -1, &os.PathError{Op: "open lock file", Path: f.path, Err: err}
+		}
+		return fd, nil
+	}
+}
+
+// lockRange write-locks the single byte at off.
+func (f *File) lockRange(off int64, timeout time.Duration) (*Lock, error) {
+	fd, err := f.open()
+	if err != nil {
+		return nil, err
+	}
+	var deadline time.Time
+	if timeout > 0 {
+		deadline = time.Now().Add(timeout)
+	}
+	backoff := 20 * time.Microsecond
+	for {
+		ok, err := tryLock(fd, off)
+		if err != nil {
+			unix.Close(fd)
+			return nil, &os.PathError{Op: "lock", Path: f.path, Err: err}
+		}
+		if ok {
+			return &Lock{fd: fd}, nil
+		}
+		if timeout <= 0 || !time.Now().Before(deadline) {
+			unix.Close(fd)
+			return nil, fmt.Errorf("%w (%s)", ErrTimeout, f.path)
+		}
+		if rest := time.Until(deadline); backoff > rest {
+			backoff = rest
+		}
+		time.Sleep(backoff)
+		if backoff < 2*time.Millisecond {
+			backoff *= 2
+		}
+	}
+}
+
+// tryLock makes one non-blocking attempt. It reports false when the range is
+// held by another open file description.
+func tryLock(fd int, off int64) (bool, error) {
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: off, Len: 1}
+	for {
+		err := unix.FcntlFlock(uintptr(fd), unix.F_OFD_SETLK, &lk)
+		switch err {
+		case nil:
+			return true, nil
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN, unix.EACCES:
+			return false, nil
+		default:
+			return false, err
+		}
+	}
+}
