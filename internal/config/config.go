@@ -38,7 +38,7 @@ func getenv(name string) string {
 
 var (
 	warnMu   sync.Mutex
-	warned   = map[string]bool{}
+	warned             = map[string]bool{}
 	warnDest io.Writer = os.Stderr
 )
 
