@@ -575,6 +575,9 @@ func (c *Cache) findSlow(key, dst []byte, h uint64, stripe int) (int, bool, erro
 	if n, found, err := c.lookup(key, dst, h, stripe); found {
 		return n, found, err
 	}
+	if n, found, err := c.remoteGet(key, dst); found {
+		return n, found, err
+	}
 	c.st.misses.Add(1)
 	if c.mode == ModeStrict {
 		return 0, false, ErrMiss
@@ -630,6 +633,11 @@ func checkEntry(key, value []byte) error {
 // the lock writes it. On a read-only handle the entry is kept in memory and
 // ErrReadOnly returned.
 func (c *Cache) Insert(key, value []byte) error {
+	return c.insert(key, value, true)
+}
+
+// insert is Insert; toRemote also queues the entry for the remote tier.
+func (c *Cache) insert(key, value []byte, toRemote bool) error {
 	if err := checkEntry(key, value); err != nil {
 		return err
 	}
@@ -642,6 +650,9 @@ func (c *Cache) Insert(key, value []byte) error {
 	}
 	h := xxhash.Sum64(key)
 	c.st.inserts.Add(1)
+	if toRemote && c.opts.Remote != nil && c.mode != ModeReadOnly {
+		c.opts.Remote.Put(c.scope, key, value) // write-behind: never blocks
+	}
 	if c.readOnly {
 		c.mu.Lock()
 		c.idx.Load().put(key, value, h, 0, c.gen.Load())
@@ -842,6 +853,11 @@ func (c *Cache) Save() error {
 			return err
 		}
 	}
+	if c.opts.Remote != nil && c.mode != ModeReadOnly {
+		if err := c.opts.Remote.Flush(); err != nil {
+			c.warnf("remote flush: %v", err) // the remote tier fails open
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.syncLocked()
@@ -892,6 +908,9 @@ func (c *Cache) touchFrame(dst []byte) []byte {
 func (c *Cache) Close() error {
 	if c.closed.Swap(true) || c.mode == ModeOff {
 		return nil
+	}
+	if c.opts.Remote != nil {
+		defer c.opts.Remote.Close()
 	}
 	var err error
 	c.mu.Lock()

@@ -136,7 +136,7 @@ func (c *Cache) lead(key, dst []byte, build BuildFunc, deadline time.Time) (int,
 			if n, found, err := c.recheck(key, dst); found || err != nil {
 				return n, false, err
 			}
-			return c.buildAndInsert(key, dst, build)
+			return c.leadCluster(key, dst, build, deadline)
 		}
 		// Another process is building it. Its insert lands in the file;
 		// a miss re-reads the file's new tail.
@@ -173,6 +173,34 @@ func (c *Cache) buildAndInsert(key, dst []byte, build BuildFunc) (int, bool, err
 		return 0, true, err
 	}
 	return n, true, nil
+}
+
+// leadCluster builds key as this machine's builder. With a remote tier it
+// first takes the cluster-wide lock, so one node measures a new key while
+// the others wait (bounded) for its result.
+func (c *Cache) leadCluster(key, dst []byte, build BuildFunc, deadline time.Time) (int, bool, error) {
+	r := c.opts.Remote
+	if r == nil {
+		return c.buildAndInsert(key, dst, build)
+	}
+	backoff := 2 * time.Millisecond
+	for {
+		if n, found, err := c.remoteGet(key, dst); found {
+			return n, false, err
+		}
+		if unlock, ok := r.TryLock(c.scope, key); ok {
+			defer unlock()
+			if n, found, err := c.remoteGet(key, dst); found {
+				return n, false, err
+			}
+			return c.buildAndInsert(key, dst, build)
+		}
+		if !time.Now().Before(deadline) {
+			return c.buildAndInsert(key, dst, build)
+		}
+		time.Sleep(min(backoff, time.Until(deadline)))
+		backoff = min(2*backoff, 50*time.Millisecond)
+	}
 }
 
 // recheck looks for key in memory, then in what other processes appended,

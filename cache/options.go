@@ -86,6 +86,9 @@ type Options struct {
 	// TrustShared opens a file owned by another user, or writable by group
 	// or others, read-write. Without it such a file is opened read-only.
 	TrustShared bool
+	// Remote is an optional tier shared across machines, asked on a local
+	// miss and written behind local inserts. The Cache closes it.
+	Remote Remote
 	// Warn receives one-line warnings. Nil means standard error.
 	Warn io.Writer
 

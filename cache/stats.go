@@ -10,6 +10,7 @@ type Stats struct {
 	Hits       uint64 // finds answered from memory (HitsMemory + HitsFile)
 	HitsMemory uint64 // hits on entries inserted through this handle
 	HitsFile   uint64 // hits on entries read from the file (persistent hits)
+	HitsSystem uint64 // hits served by the read-only system tier
 	Misses     uint64
 	Inserts    uint64
 	Pending    int // entries kept in memory, not yet written
@@ -26,6 +27,8 @@ type Stats struct {
 	Evictions    uint64        // entries this handle's compactions evicted
 	Builds       uint64        // builder calls run by GetOrCreate
 	DamagedBytes uint64        // bytes of damaged records skipped
+
+	Remote RemoteStats // the remote tier's counters, if there is one
 
 	LastCompaction time.Time // when the current file was written
 	ReadOnly       bool
@@ -85,6 +88,9 @@ func (c *Cache) Stats() Stats {
 	st.Evictions = c.st.evictions.Load()
 	st.Builds = c.st.builds.Load()
 	st.DamagedBytes = c.st.damaged.Load()
+	if c.opts.Remote != nil {
+		st.Remote = c.opts.Remote.Stats()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ix := c.idx.Load()

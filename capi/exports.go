@@ -304,6 +304,13 @@ func ccgo_stats(tok C.uintptr_t, out *C.struct_convcache_stats) (rc C.int) {
 	if !s.LastCompaction.IsZero() {
 		out.last_compaction_ms = C.int64_t(s.LastCompaction.UnixMilli())
 	}
+	out.hits_system = C.uint64_t(s.HitsSystem)
+	out.remote_hits = C.uint64_t(s.Remote.Hits)
+	out.remote_misses = C.uint64_t(s.Remote.Misses)
+	out.remote_errors = C.uint64_t(s.Remote.Errors)
+	out.remote_rejected = C.uint64_t(s.Remote.Rejected)
+	out.remote_writes = C.uint64_t(s.Remote.Writes)
+	out.remote_dropped = C.uint64_t(s.Remote.Dropped)
 	out.read_only = b2i(s.ReadOnly)
 	out.network_fs = b2i(s.NetworkFS)
 	return C.CONVCACHE_OK

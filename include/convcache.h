@@ -31,6 +31,17 @@
 extern "C" {
 #endif
 
+/* CONVCACHE_API marks the library's functions. With CONVCACHE_DYNAMIC they
+ * become static functions, defined by convcache_dynamic.h (included at the
+ * end of this header), that load the library on first use. */
+#ifndef CONVCACHE_API
+#ifdef CONVCACHE_DYNAMIC
+#define CONVCACHE_API static
+#else
+#define CONVCACHE_API extern
+#endif
+#endif
+
 /* ---- Version ------------------------------------------------------------ */
 
 #define CONVCACHE_VERSION_MAJOR 1
@@ -120,7 +131,7 @@ typedef struct convcache convcache;
  * CONVCACHE_E_IO, CONVCACHE_E_FORMAT (empty, foreign or newer file),
  * CONVCACHE_E_CORRUPT (damaged header), CONVCACHE_E_FORKED.
  */
-int convcache_open(const char *path, const char *scope, convcache **out);
+CONVCACHE_API int convcache_open(const char *path, const char *scope, convcache **out);
 
 /* Options for convcache_open_ex. Zero every field you do not set
  * (convcache_options_init does), and set struct_size so that the library
@@ -142,7 +153,7 @@ typedef struct convcache_options {
 } convcache_options;
 
 /* convcache_options_init - zero *opts and set its struct_size. */
-void convcache_options_init(convcache_options *opts);
+CONVCACHE_API void convcache_options_init(convcache_options *opts);
 
 /*
  * convcache_open_ex - open a cache with options. Fields left zero take their
@@ -151,7 +162,7 @@ void convcache_options_init(convcache_options *opts);
  * Returns as convcache_open, and CONVCACHE_E_INVALID if opts is NULL or
  * opts->struct_size is 0 or larger than this library knows.
  */
-int convcache_open_ex(const convcache_options *opts, convcache **out);
+CONVCACHE_API int convcache_open_ex(const convcache_options *opts, convcache **out);
 
 /*
  * convcache_close - write what can be written without waiting long, and
@@ -159,7 +170,7 @@ int convcache_open_ex(const convcache_options *opts, convcache **out);
  * Accepts NULL and already-closed handles. Must not race with other calls
  * on the same handle.
  */
-void convcache_close(convcache *c);
+CONVCACHE_API void convcache_close(convcache *c);
 
 /* ---- Find, insert, load, save ------------------------------------------- */
 
@@ -179,7 +190,7 @@ void convcache_close(convcache *c);
  * 0 or above CONVCACHE_KEY_MAX), CONVCACHE_E_HANDLE, CONVCACHE_E_MISS
  * (strict mode), CONVCACHE_E_FORKED.
  */
-int convcache_find(convcache *c, const void *key, size_t key_len,
+CONVCACHE_API int convcache_find(convcache *c, const void *key, size_t key_len,
                    void *value, size_t value_cap, size_t *value_len);
 
 /*
@@ -196,7 +207,7 @@ int convcache_find(convcache *c, const void *key, size_t key_len,
  * save), CONVCACHE_E_IO, CONVCACHE_E_FORMAT (the file was replaced by a
  * foreign one), CONVCACHE_E_FORKED.
  */
-int convcache_insert(convcache *c, const void *key, size_t key_len,
+CONVCACHE_API int convcache_insert(convcache *c, const void *key, size_t key_len,
                      const void *value, size_t value_len);
 
 /*
@@ -208,7 +219,7 @@ int convcache_insert(convcache *c, const void *key, size_t key_len,
  * CONVCACHE_E_IO, CONVCACHE_E_FORMAT, CONVCACHE_E_CORRUPT,
  * CONVCACHE_E_FORKED.
  */
-int convcache_load(convcache *c);
+CONVCACHE_API int convcache_load(convcache *c);
 
 /*
  * convcache_save - make everything inserted through this handle durable.
@@ -220,7 +231,7 @@ int convcache_load(convcache *c);
  * CONVCACHE_E_IO, CONVCACHE_E_READONLY (entries are in memory only),
  * CONVCACHE_E_INVALID, CONVCACHE_E_HANDLE, CONVCACHE_E_FORKED.
  */
-int convcache_save(convcache *c);
+CONVCACHE_API int convcache_save(convcache *c);
 
 /* ---- Single-flight builds ----------------------------------------------- */
 
@@ -254,7 +265,7 @@ typedef int (*convcache_builder)(void *user, const void *key, size_t key_len,
  * the builder is not run), CONVCACHE_E_INVALID, CONVCACHE_E_SIZE,
  * CONVCACHE_E_HANDLE, CONVCACHE_E_FORKED.
  */
-int convcache_get_or_create(convcache *c, const void *key, size_t key_len,
+CONVCACHE_API int convcache_get_or_create(convcache *c, const void *key, size_t key_len,
                             convcache_builder build, void *user,
                             void *value, size_t value_cap, size_t *value_len);
 
@@ -284,6 +295,13 @@ struct convcache_stats {
     int64_t last_compaction_ms; /* unix ms when the file was last compacted */
     int32_t read_only;        /* 1 if the handle never writes its file */
     int32_t network_fs;       /* 1 if the file is on NFS, Lustre, GPFS, CIFS, ... */
+    uint64_t hits_system;     /* hits served by the read-only system tier */
+    uint64_t remote_hits;     /* local misses answered by the remote tier */
+    uint64_t remote_misses;   /* remote lookups that found nothing */
+    uint64_t remote_errors;   /* remote calls that failed or timed out */
+    uint64_t remote_rejected; /* remote values ignored: bad checksum, key or scope */
+    uint64_t remote_writes;   /* entries written to the remote tier */
+    uint64_t remote_dropped;  /* queued remote writes dropped (queue full or down) */
 };
 
 /*
@@ -294,27 +312,31 @@ struct convcache_stats {
  * Returns CONVCACHE_OK, CONVCACHE_E_INVALID, CONVCACHE_E_HANDLE,
  * CONVCACHE_E_FORKED.
  */
-int convcache_stats(convcache *c, struct convcache_stats *out);
+CONVCACHE_API int convcache_stats(convcache *c, struct convcache_stats *out);
 
 /* ---- Errors and versions ------------------------------------------------ */
 
 /* convcache_strerror - a static, human-readable name for a return code. */
-const char *convcache_strerror(int code);
+CONVCACHE_API const char *convcache_strerror(int code);
 
 /* convcache_last_error - a description of the calling thread's most recent
  * failure (naming the file and what to do), or "" if none. Valid until the
  * thread's next convcache call. */
-const char *convcache_last_error(void);
+CONVCACHE_API const char *convcache_last_error(void);
 
 /* convcache_version - the library's version, "MAJOR.MINOR.PATCH". */
-const char *convcache_version(void);
+CONVCACHE_API const char *convcache_version(void);
 
 /* convcache_version_number - the library's CONVCACHE_VERSION_NUMBER.
  * Compare with the header's to detect a mismatch. */
-int convcache_version_number(void);
+CONVCACHE_API int convcache_version_number(void);
 
 #ifdef __cplusplus
 }
+#endif
+
+#ifdef CONVCACHE_DYNAMIC
+#include "convcache_dynamic.h"
 #endif
 
 #endif /* CONVCACHE_H */

@@ -1,0 +1,55 @@
+package cache
+
+// Remote is a tier that many machines share behind the local file, such as
+// Redis (package remote). The engine asks it on a local miss, writes to it
+// after a local insert, and uses its lock so that one node of a cluster
+// builds a new key.
+//
+// Implementations must be safe for concurrent use, must fail open (an
+// unreachable or slow server is a miss, a dropped write, a granted lock),
+// and must never make a call wait longer than their own deadline.
+type Remote interface {
+	// Get returns the value stored for (scope, key), or false. A value that
+	// fails its checks is a miss, never returned.
+	Get(scope string, key []byte) ([]byte, bool)
+	// Put queues (scope, key, value) for a background write. It never blocks.
+	Put(scope string, key, value []byte)
+	// TryLock takes the cluster-wide build lock of (scope, key). It returns
+	// false while another node holds it. When the server cannot be reached
+	// it grants the lock: building locally is the safe fallback.
+	TryLock(scope string, key []byte) (unlock func(), ok bool)
+	// Flush waits, within the implementation's deadline, until the queued
+	// writes are sent.
+	Flush() error
+	// Close flushes briefly and releases the connection.
+	Close() error
+	// Stats returns the tier's counters.
+	Stats() RemoteStats
+}
+
+// RemoteStats are a Remote's counters.
+type RemoteStats struct {
+	Hits     uint64 // lookups that returned a value
+	Misses   uint64 // lookups that found nothing
+	Errors   uint64 // calls that failed or timed out
+	Rejected uint64 // values ignored: bad checksum, key or scope
+	Writes   uint64 // entries written
+	Dropped  uint64 // queued writes dropped (queue full, server down)
+}
+
+// remoteGet asks the remote tier after a local miss. A hit is stored in the
+// local file (without writing it back to the remote) and copied to dst.
+func (c *Cache) remoteGet(key, dst []byte) (int, bool, error) {
+	if c.opts.Remote == nil || c.mode == ModeRecache {
+		return 0, false, nil
+	}
+	v, ok := c.opts.Remote.Get(c.scope, key)
+	if !ok || len(v) > MaxValueSize {
+		return 0, false, nil
+	}
+	c.insert(key, v, false)
+	if len(v) > len(dst) {
+		return len(v), true, ErrRange
+	}
+	return copy(dst, v), true, nil
+}
