@@ -39,6 +39,10 @@ static int cc_fail(int code, const char *msg) {
     return code;
 }
 
+int ccx_fail(int code, const char *msg) { return cc_fail(code, msg); }
+
+int ccx_forked(void) { return cc_forked; }
+
 #define CC_FORK_GUARD()                                                        \
     do {                                                                       \
         if (__builtin_expect(cc_forked, 0))                                    \

@@ -11,6 +11,13 @@
 int ccx_call_builder(convcache_builder b, void *user, const void *key, size_t key_len,
                      void *value, size_t value_cap, size_t *value_len);
 
+/* Nonzero in a child forked after the library was loaded: such a child
+ * must never enter Go. Every public function checks it first. */
+int ccx_forked(void);
+
+/* Records a message as the calling thread's last error and returns code. */
+int ccx_fail(int code, const char *msg);
+
 /* Records the calling thread's last error message. */
 void ccx_set_error(const char *msg, size_t len);
 

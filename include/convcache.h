@@ -314,6 +314,26 @@ struct convcache_stats {
  */
 CONVCACHE_API int convcache_stats(convcache *c, struct convcache_stats *out);
 
+/* ---- cuDNN environment fingerprint -------------------------------------- */
+
+/*
+ * convcache_cudnn_scope - write the scope string for CUDA device `device`: a
+ * canonical, versioned fingerprint of everything that makes a cuDNN
+ * benchmark result valid (GPU model, compute capability, multiprocessor
+ * count, driver, cuDNN and CUDA runtime versions, and $CONVCACHE_TAG).
+ * $CONVCACHE_SCOPE, when set, is written instead. Pass the result to
+ * convcache_open as the scope. (The format is documented in the README.)
+ *
+ * buf receives a NUL-terminated string of at most cap bytes.
+ *
+ * Returns the string's length (excluding the NUL) on success, or
+ * CONVCACHE_E_RANGE (cap too small; nothing useful is written),
+ * CONVCACHE_E_UNAVAILABLE (no driver, no cuDNN, or no such device; see
+ * convcache_last_error), CONVCACHE_E_INVALID (NULL buf, negative device),
+ * CONVCACHE_E_FORKED. Never crashes or hangs on a machine without a GPU.
+ */
+CONVCACHE_API int convcache_cudnn_scope(int device, char *buf, size_t cap);
+
 /* ---- Errors and versions ------------------------------------------------ */
 
 /* convcache_strerror - a static, human-readable name for a return code. */
