@@ -653,13 +653,15 @@ func (c *Cache) insert(key, value []byte, toRemote bool) error {
 	if toRemote && c.opts.Remote != nil && c.mode != ModeReadOnly {
 		c.opts.Remote.Put(c.scope, key, value) // write-behind: never blocks
 	}
+	c.mu.Lock()
 	if c.readOnly {
-		c.mu.Lock()
 		c.idx.Load().put(key, value, h, 0, c.gen.Load())
 		c.pending[string(key)] = bytes.Clone(value)
+		reason := c.roReason
 		c.mu.Unlock()
-		return fmt.Errorf("%w (%s): %s", ErrReadOnly, c.roReason, c.path)
+		return fmt.Errorf("%w (%s): %s", ErrReadOnly, reason, c.path)
 	}
+	c.mu.Unlock()
 	// An identical value already in the file needs no second record.
 	if ch, off, ok := c.idx.Load().lookup(key, h); ok && bytes.Equal(entryValue(ch, off), value) {
 		c.mu.Lock()
