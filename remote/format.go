@@ -1,0 +1,119 @@
+package remote
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// The record stored as a Redis string value (see the package doc).
+const (
+	recordMagic   = "CCRV"
+	recordVersion = 1
+	headerSize    = 24
+	trailerSize   = 4 // CRC-32C
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Reasons a stored value is rejected. Each is counted in Stats.Rejected and
+// the value is treated as a miss.
+var (
+	errShort    = errors.New("remote record: shorter than its header")
+	errMagic    = errors.New("remote record: bad magic (not written by convcache)")
+	errVersion  = errors.New("remote record: newer format version")
+	errLength   = errors.New("remote record: lengths do not add up")
+	errChecksum = errors.New("remote record: checksum mismatch")
+	errScope    = errors.New("remote record: written for another scope")
+	errKey      = errors.New("remote record: written for another key")
+	errTooLarge = errors.New("remote record: value above the size limit")
+)
+
+// appendRecord appends the record for (scope, key, value) written at
+// unixMs to dst.
+func appendRecord(dst []byte, scope string, key, value []byte, unixMs int64) []byte {
+	start := len(dst)
+	var h [headerSize]byte
+	copy(h[0:4], recordMagic)
+	h[4] = recordVersion
+	h[5] = 0 // flags
+	binary.LittleEndian.PutUint16(h[6:], uint16(len(scope)))
+	binary.LittleEndian.PutUint16(h[8:], uint16(len(key)))
+	binary.LittleEndian.PutUint16(h[10:], 0)
+	binary.LittleEndian.PutUint32(h[12:], uint32(len(value)))
+	binary.LittleEndian.PutUint64(h[16:], uint64(unixMs))
+	dst = append(dst, h[:]...)
+	dst = append(dst, scope...)
+	dst = append(dst, key...)
+	dst = append(dst, value...)
+	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
+}
+
+// recordSize is the stored size of a record.
+func recordSize(scope string, key, value []byte) int {
+	return headerSize + len(scope) + len(key) + len(value) + trailerSize
+}
+
+// parseRecord checks rec, in a fixed order (size, magic, version, lengths,
+// checksum, scope, key, value limit), and returns its value, a sub-slice of
+// rec.
+func parseRecord(rec []byte, scope string, key []byte, maxValue int) ([]byte, error) {
+	if len(rec) < headerSize+trailerSize {
+		return nil, errShort
+	}
+	if string(rec[0:4]) != recordMagic {
+		return nil, errMagic
+	}
+	if rec[4] != recordVersion {
+		return nil, errVersion
+	}
+	sl := int(binary.LittleEndian.Uint16(rec[6:]))
+	kl := int(binary.LittleEndian.Uint16(rec[8:]))
+	vl := int64(binary.LittleEndian.Uint32(rec[12:]))
+	if int64(headerSize+sl+kl+trailerSize)+vl != int64(len(rec)) {
+		return nil, errLength
+	}
+	body := len(rec) - trailerSize
+	if crc32.Checksum(rec[:body], castagnoli) != binary.LittleEndian.Uint32(rec[body:]) {
+		return nil, errChecksum
+	}
+	p := rec[headerSize:body]
+	if string(p[:sl]) != scope {
+		return nil, errScope
+	}
+	if !bytes.Equal(p[sl:sl+kl], key) {
+		return nil, errKey
+	}
+	if vl > int64(maxValue) {
+		return nil, errTooLarge
+	}
+	return p[sl+kl:], nil
+}
+
+// entryKey is the Redis key of (scope, key): prefix:v1:<scope hash>:<key
+// hash>, the hashes XXH64 in 16 lowercase hex digits.
+func entryKey(prefix, scope string, key []byte) string {
+	b := make([]byte, 0, len(prefix)+4+2*17)
+	b = append(b, prefix...)
+	b = append(b, ":v1:"...)
+	b = appendHash(b, xxhash.Sum64String(scope))
+	b = append(b, ':')
+	b = appendHash(b, xxhash.Sum64(key))
+	return string(b)
+}
+
+// lockKey is the Redis key of (scope, key)'s cluster build lock.
+func lockKey(prefix, scope string, key []byte) string {
+	return entryKey(prefix, scope, key) + ":lock"
+}
+
+func appendHash(b []byte, h uint64) []byte {
+	const digits = "0123456789abcdef"
+	for shift := 60; shift >= 0; shift -= 4 {
+		b = append(b, digits[(h>>uint(shift))&0xf])
+	}
+	return b
+}
