@@ -1,0 +1,133 @@
+//go:build cgo
+
+/* See probe.h. Every library is opened with dlopen and never closed: a
+ * driver must not be unloaded under a process that may use it. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "probe.h"
+
+typedef int (*cu_init_fn)(unsigned int);
+typedef int (*cu_int_fn)(int *);
+typedef int (*cu_device_get_fn)(int *, int);
+typedef int (*cu_device_get_name_fn)(char *, int, int);
+typedef int (*cu_device_get_attribute_fn)(int *, int, int);
+typedef int (*cu_get_error_name_fn)(int, const char **);
+typedef size_t (*cudnn_version_fn)(void);
+
+/* CUdevice_attribute values (cuda.h). */
+#define CU_ATTR_MULTIPROCESSOR_COUNT 16
+#define CU_ATTR_COMPUTE_CAPABILITY_MAJOR 75
+#define CU_ATTR_COMPUTE_CAPABILITY_MINOR 76
+
+/* open_first returns a handle to the library named by override, else to the
+ * first of names already loaded in the process, else to the first of names
+ * that loads. On failure it writes dlerror's message to why. */
+static void *open_first(const char *override, const char *const *names, int n, char *why,
+                        size_t whycap) {
+    void *h;
+    why[0] = 0;
+    if (override && *override) {
+        h = dlopen(override, RTLD_NOW | RTLD_LOCAL);
+        if (!h) snprintf(why, whycap, "%s", dlerror());
+        return h;
+    }
+    for (int i = 0; i < n; i++) {
+        h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+        if (h) return h;
+    }
+    for (int i = 0; i < n; i++) {
+        h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        if (h) return h;
+        if (i == 0) snprintf(why, whycap, "%s", dlerror());
+    }
+    return NULL;
+}
+
+static const char *cu_error_name(void *cuda, int rc) {
+    cu_get_error_name_fn f = (cu_get_error_name_fn)dlsym(cuda, "cuGetErrorName");
+    const char *s = NULL;
+    if (f && f(rc, &s) == 0 && s) return s;
+    return "CUDA error";
+}
+
+int ccn_probe(int device, const char *cuda_lib, const char *cudnn_lib, ccn_device *out,
+              char *err, size_t errcap) {
+    char why[512];
+    memset(out, 0, sizeof *out);
+
+    static const char *const cuda_names[] = {"libcuda.so.1"};
+    void *cuda = open_first(cuda_lib, cuda_names, 1, why, sizeof why);
+    if (!cuda) {
+        snprintf(err, errcap,
+                 "no CUDA driver: cannot load %s (%s); set CONVCACHE_CUDA_LIBRARY if it is "
+                 "elsewhere, or CONVCACHE_SCOPE to name the scope yourself",
+                 cuda_lib && *cuda_lib ? cuda_lib : "libcuda.so.1", why);
+        return CCN_NO_DRIVER;
+    }
+    cu_init_fn cu_init = (cu_init_fn)dlsym(cuda, "cuInit");
+    cu_int_fn cu_driver_version = (cu_int_fn)dlsym(cuda, "cuDriverGetVersion");
+    cu_int_fn cu_count = (cu_int_fn)dlsym(cuda, "cuDeviceGetCount");
+    cu_device_get_fn cu_get = (cu_device_get_fn)dlsym(cuda, "cuDeviceGet");
+    cu_device_get_name_fn cu_name = (cu_device_get_name_fn)dlsym(cuda, "cuDeviceGetName");
+    cu_device_get_attribute_fn cu_attr =
+        (cu_device_get_attribute_fn)dlsym(cuda, "cuDeviceGetAttribute");
+    if (!cu_init || !cu_driver_version || !cu_count || !cu_get || !cu_name || !cu_attr) {
+        snprintf(err, errcap, "the CUDA driver library lacks the device query functions");
+        return CCN_NO_DRIVER;
+    }
+    int rc = cu_init(0);
+    if (rc != 0) {
+        snprintf(err, errcap, "cuInit failed: %s (%d): no usable GPU or driver",
+                 cu_error_name(cuda, rc), rc);
+        return rc == 100 /* CUDA_ERROR_NO_DEVICE */ ? CCN_NO_DEVICE : CCN_DRIVER_ERROR;
+    }
+    if ((rc = cu_driver_version(&out->driver)) != 0) {
+        snprintf(err, errcap, "cuDriverGetVersion failed: %s (%d)", cu_error_name(cuda, rc), rc);
+        return CCN_DRIVER_ERROR;
+    }
+    int count = 0;
+    if ((rc = cu_count(&count)) != 0) {
+        snprintf(err, errcap, "cuDeviceGetCount failed: %s (%d)", cu_error_name(cuda, rc), rc);
+        return CCN_DRIVER_ERROR;
+    }
+    if (device >= count) {
+        snprintf(err, errcap, "no CUDA device %d: %d device(s) visible", device, count);
+        return CCN_NO_DEVICE;
+    }
+    int dev = 0;
+    if ((rc = cu_get(&dev, device)) != 0) {
+        snprintf(err, errcap, "cuDeviceGet(%d) failed: %s (%d)", device, cu_error_name(cuda, rc),
+                 rc);
+        return CCN_NO_DEVICE;
+    }
+    if ((rc = cu_name(out->name, (int)sizeof out->name - 1, dev)) != 0 ||
+        (rc = cu_attr(&out->major, CU_ATTR_COMPUTE_CAPABILITY_MAJOR, dev)) != 0 ||
+        (rc = cu_attr(&out->minor, CU_ATTR_COMPUTE_CAPABILITY_MINOR, dev)) != 0 ||
+        (rc = cu_attr(&out->sms, CU_ATTR_MULTIPROCESSOR_COUNT, dev)) != 0) {
+        snprintf(err, errcap, "querying CUDA device %d failed: %s (%d)", device,
+                 cu_error_name(cuda, rc), rc);
+        return CCN_DRIVER_ERROR;
+    }
+    out->name[sizeof out->name - 1] = 0;
+
+    static const char *const cudnn_names[] = {"libcudnn.so.9", "libcudnn.so.8"};
+    void *cudnn = open_first(cudnn_lib, cudnn_names, 2, why, sizeof why);
+    if (!cudnn) {
+        snprintf(err, errcap,
+                 "no cuDNN: cannot load %s (%s); set CONVCACHE_CUDNN_LIBRARY to its path",
+                 cudnn_lib && *cudnn_lib ? cudnn_lib : "libcudnn.so.9 or libcudnn.so.8", why);
+        return CCN_NO_CUDNN;
+    }
+    cudnn_version_fn v = (cudnn_version_fn)dlsym(cudnn, "cudnnGetVersion");
+    cudnn_version_fn rt = (cudnn_version_fn)dlsym(cudnn, "cudnnGetCudartVersion");
+    if (!v || !rt) {
+        snprintf(err, errcap, "the cuDNN library lacks cudnnGetVersion or cudnnGetCudartVersion");
+        return CCN_NO_CUDNN;
+    }
+    out->cudnn = v();
+    out->cudart = rt();
+    return CCN_OK;
+}
