@@ -321,16 +321,33 @@ CONVCACHE_API int convcache_stats(convcache *c, struct convcache_stats *out);
  * canonical, versioned fingerprint of everything that makes a cuDNN
  * benchmark result valid (GPU model, compute capability, multiprocessor
  * count, driver, cuDNN and CUDA runtime versions, and $CONVCACHE_TAG).
- * $CONVCACHE_SCOPE, when set, is written instead. Pass the result to
- * convcache_open as the scope. (The format is documented in the README.)
+ * $CONVCACHE_SCOPE, when set and not empty, is written instead, whatever
+ * the device. Pass the result to convcache_open as the scope. The format
+ * (version cc1, documented in the README) is
+ *
+ *   cc1;gpu=NAME;cc=MAJOR.MINOR;sms=N;driver=N;cudnn=N;cudart=N[;tag=TAG]
+ *
+ * with the numbers as cuDriverGetVersion, cudnnGetVersion and
+ * cudnnGetCudartVersion report them, ';', '=' and control characters in
+ * NAME replaced by '_', and TAG the verbatim $CONVCACHE_TAG when it is set
+ * and not empty. A future format starts with another version field.
+ *
+ * device is the CUDA driver's ordinal (as cudaSetDevice numbers devices
+ * under the same CUDA_VISIBLE_DEVICES). libcuda.so.1 and libcudnn.so.9
+ * (else .8) are loaded at run time, preferring copies the process already
+ * has; $CONVCACHE_CUDA_LIBRARY and $CONVCACHE_CUDNN_LIBRARY name other
+ * files. Nothing is linked: the library loads and works without CUDA.
  *
  * buf receives a NUL-terminated string of at most cap bytes.
  *
  * Returns the string's length (excluding the NUL) on success, or
- * CONVCACHE_E_RANGE (cap too small; nothing useful is written),
- * CONVCACHE_E_UNAVAILABLE (no driver, no cuDNN, or no such device; see
- * convcache_last_error), CONVCACHE_E_INVALID (NULL buf, negative device),
- * CONVCACHE_E_FORKED. Never crashes or hangs on a machine without a GPU.
+ * CONVCACHE_E_RANGE (cap too small or 0; buf holds "" when cap > 0),
+ * CONVCACHE_E_UNAVAILABLE (no driver, no cuDNN, no such device, or a driver
+ * that did not answer within 30 s; see convcache_last_error),
+ * CONVCACHE_E_SIZE (the scope would exceed CONVCACHE_SCOPE_MAX bytes, for
+ * example a very long $CONVCACHE_TAG), CONVCACHE_E_INVALID (NULL buf,
+ * negative device), CONVCACHE_E_FORKED. Never crashes or hangs on a machine
+ * without a GPU.
  */
 CONVCACHE_API int convcache_cudnn_scope(int device, char *buf, size_t cap);
 
