@@ -186,7 +186,8 @@ func (c *Cache) openPath(path string) error {
 	if err != nil {
 		return err
 	}
-	if err := c.adopt(f, true); err != nil {
+	// Not final: without the lock, a writer may be appending right now.
+	if err := c.adopt(f, false); err != nil {
 		f.Close()
 		return err
 	}
@@ -267,14 +268,16 @@ func (c *Cache) createFile() error {
 
 // writeTemp writes data to a new temporary file beside the cache file,
 // syncs it and returns its name.
-func (c *Cache) writeTemp(data []byte) (string, error) {
-	dir, base := filepath.Split(c.path)
+func (c *Cache) writeTemp(data []byte) (string, error) { return writeTemp(c.fs, c.path, data) }
+
+func writeTemp(fsys fileSystem, path string, data []byte) (string, error) {
+	dir, base := filepath.Split(path)
 	var name string
 	var f file
 	var err error
 	for i := 0; i < 100; i++ {
 		name = filepath.Join(dir, fmt.Sprintf(".%s.tmp-%d-%d", base, os.Getpid(), time.Now().UnixNano()+int64(i)))
-		f, err = c.fs.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		f, err = fsys.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 		if !errors.Is(err, fs.ErrExist) {
 			break
 		}
@@ -290,10 +293,34 @@ func (c *Cache) writeTemp(data []byte) (string, error) {
 		err = cerr
 	}
 	if err != nil {
-		c.fs.Remove(name)
+		fsys.Remove(name)
 		return "", ioErr(err, "write", name, "free some disk space")
 	}
 	return name, nil
+}
+
+// replaceFile atomically replaces path with data: a synced temporary file
+// renamed over it, then the directory synced. A crash leaves the old file or
+// the new one. Caller holds the file lock, so temporary files left by dead
+// compactions are removed too.
+func replaceFile(fsys fileSystem, path string, data []byte) error {
+	tmp, err := writeTemp(fsys, path, data)
+	if err != nil {
+		return err
+	}
+	if err := fsys.Rename(tmp, path); err != nil {
+		fsys.Remove(tmp)
+		return ioErr(err, "rename a new file over", path, "")
+	}
+	if err := syncDir(fsys, filepath.Dir(path)); err != nil {
+		return ioErr(err, "sync the directory of", path, "")
+	}
+	dir, base := filepath.Split(path)
+	stale, _ := fsys.Glob(filepath.Join(dir, "."+base+".tmp-*"))
+	for _, n := range stale {
+		fsys.Remove(n)
+	}
+	return nil
 }
 
 // adopt makes f the current data file: it validates the header, reads every
@@ -474,7 +501,20 @@ func (c *Cache) refresh(final bool) error {
 		return err
 	}
 	ix := c.idx.Load()
-	c.off += scanFrames(buf, c.off, final, func(f frame) { c.apply(ix, c.scopes, f) }, c.noteDamage)
+	tail := damage{off: -1}
+	c.off += scanFrames(buf, c.off, final, func(f frame) { c.apply(ix, c.scopes, f) }, func(d damage) {
+		c.noteDamage(d)
+		tail = d
+	})
+	if final && tail.off >= 0 && tail.off+tail.len == size && !c.readOnly {
+		// A torn tail: a writer died mid-append (SIGKILL can cut a write
+		// between pages). We hold the lock, so nobody is writing, and no
+		// reader has read past an unfinished tail: cut it off before
+		// appending, so the journal never holds damage between records.
+		if err := c.f.Truncate(tail.off); err == nil {
+			c.off = tail.off
+		}
+	}
 	return nil
 }
 

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
-	"errors"
 	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -236,18 +234,9 @@ func (c *Cache) compact() error {
 	c.mu.Unlock()
 
 	evicted := all.evict(c.opts.MaxEntries, c.opts.MaxBytes)
-	tmp, err := c.writeTemp(all.encode(now))
-	if err != nil {
+	if err := replaceFile(c.fs, c.path, all.encode(now)); err != nil {
 		return err
 	}
-	if err := c.fs.Rename(tmp, c.path); err != nil {
-		c.fs.Remove(tmp)
-		return ioErr(err, "rename a compacted file over", c.path, "")
-	}
-	if err := syncDir(c.fs, filepath.Dir(c.path)); err != nil {
-		return ioErr(err, "sync the directory of", c.path, "")
-	}
-	c.removeStaleTemps(tmp)
 	c.st.compactions.Add(1)
 	c.st.evictions.Add(uint64(evicted))
 
@@ -264,18 +253,4 @@ func (c *Cache) compact() error {
 	}
 	c.unsynced, c.dirty = nil, false
 	return c.reopen(true)
-}
-
-// removeStaleTemps deletes temporary files left by compactions that died.
-// Caller holds the file lock, so no live compaction owns one.
-func (c *Cache) removeStaleTemps(keep string) {
-	dir, base := filepath.Split(c.path)
-	names, _ := c.fs.Glob(filepath.Join(dir, "."+base+".tmp-*"))
-	for _, n := range names {
-		if n != keep {
-			if err := c.fs.Remove(n); err != nil && !errors.Is(err, os.ErrNotExist) {
-				continue
-			}
-		}
-	}
 }
