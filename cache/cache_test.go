@@ -17,8 +17,10 @@ import (
 	"github.com/convcache/convcache/lock"
 )
 
-func key(i int) []byte   { return []byte(fmt.Sprintf("conv-key-%08d-%s", i, strings.Repeat("p", 80))) }
-func val(i, v int) []byte { return []byte(fmt.Sprintf("algo=%d time=%d.%03d ver=%d pad....", i%8, i, v, v)) }
+func key(i int) []byte { return []byte(fmt.Sprintf("conv-key-%08d-%s", i, strings.Repeat("p", 80))) }
+func val(i, v int) []byte {
+	return []byte(fmt.Sprintf("algo=%d time=%d.%03d ver=%d pad....", i%8, i, v, v))
+}
 
 type env struct {
 	t    *testing.T
@@ -274,7 +276,7 @@ func TestStalledLockHolder(t *testing.T) {
 	e := newEnv(t)
 	c := e.open(cache.Options{LockTimeout: 200 * time.Millisecond})
 	mustInsert(t, c, key(1), val(1, 0))
-	held, err := lock.New(e.path+".lock").Lock(time.Second)
+	held, err := lock.New(e.path + ".lock").Lock(time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -191,7 +191,7 @@ func Rewrite(path string, timeout time.Duration, fn func([]Entry) ([]Entry, erro
 	if timeout <= 0 {
 		timeout = DefaultLockTimeout
 	}
-	lk, err := lock.New(path+".lock").Lock(timeout)
+	lk, err := lock.New(path + ".lock").Lock(timeout)
 	if err != nil {
 		if errors.Is(err, lock.ErrTimeout) {
 			return fmt.Errorf("%w: %s is held by another process; try again or raise the timeout", ErrLock, path+".lock")

@@ -67,8 +67,8 @@ func parseRecord(rec []byte, scope string, key []byte, maxValue int) ([]byte, er
 	if string(rec[0:4]) != recordMagic {
 		return nil, errMagic
 	}
-	if rec[4] != recordVersion {
-		return nil, errVersion
+	if rec[4] != recordVersion || rec[5] != 0 || rec[10] != 0 || rec[11] != 0 {
+		return nil, errVersion // a newer version, or flags this one does not know
 	}
 	sl := int(binary.LittleEndian.Uint16(rec[6:]))
 	kl := int(binary.LittleEndian.Uint16(rec[8:]))
