@@ -1,0 +1,124 @@
+// Helpers for the C++ tests: CHECK macros, a temporary directory, and keys
+// and values shaped like PyTorch's (104-byte ConvolutionParams, 48-byte
+// cudnnConvolutionFwdAlgoPerf_t).
+#ifndef CONVCACHE_TEST_CHECK_HPP
+#define CONVCACHE_TEST_CHECK_HPP
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include <unistd.h>
+
+#define CHECK(cond)                                                                   \
+    do {                                                                              \
+        if (!(cond)) {                                                                \
+            std::fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+            std::exit(1);                                                             \
+        }                                                                             \
+    } while (0)
+
+// CHECK_THROWS(stmt, Type): stmt throws Type (or a subclass).
+#define CHECK_THROWS(stmt, Type)                                                      \
+    do {                                                                              \
+        bool caught_ = false;                                                         \
+        try {                                                                         \
+            stmt;                                                                     \
+        } catch (const Type &) {                                                      \
+            caught_ = true;                                                           \
+        } catch (const std::exception &e_) {                                          \
+            std::fprintf(stderr, "%s:%d: %s threw another exception: %s\n", __FILE__, \
+                         __LINE__, #stmt, e_.what());                                 \
+            std::exit(1);                                                             \
+        }                                                                             \
+        if (!caught_) {                                                               \
+            std::fprintf(stderr, "%s:%d: %s did not throw %s\n", __FILE__, __LINE__,  \
+                         #stmt, #Type);                                               \
+            std::exit(1);                                                             \
+        }                                                                             \
+    } while (0)
+
+namespace testutil {
+
+inline std::string tmpdir() {
+    static std::string dir;
+    if (dir.empty()) {
+        const char *base = std::getenv("TMPDIR");
+        std::string t = std::string(base && *base ? base : "/tmp") + "/convcache-cxx-XXXXXX";
+        if (!mkdtemp(&t[0])) {
+            std::perror("mkdtemp");
+            std::exit(1);
+        }
+        dir = t;
+    }
+    return dir;
+}
+
+inline std::string path(const char *name) { return tmpdir() + "/" + name; }
+
+// The 104-byte key layout of PyTorch's ConvolutionParams (ConvShared.h).
+struct Params {
+    int16_t device_id;
+    int32_t dataType;
+    int32_t input_size[5];
+    uint8_t input_dim;
+    int8_t memory_format;
+    int32_t weight_size[5];
+    int32_t padding[3];
+    int32_t stride[3];
+    int32_t dilation[3];
+    int64_t groups;
+    bool deterministic;
+    bool allow_tf32;
+};
+static_assert(sizeof(Params) == 104, "ConvolutionParams is 104 bytes");
+
+// The 48-byte layout of cudnnConvolutionFwdAlgoPerf_t.
+struct Perf {
+    int32_t algo;
+    int32_t status;
+    float time;
+    size_t memory;
+    int32_t determinism;
+    int32_t mathType;
+    int32_t reserved[3];
+};
+static_assert(sizeof(Perf) == 48, "cudnnConvolutionFwdAlgoPerf_t is 48 bytes");
+
+inline Params make_params(uint32_t i, int device = 0) {
+    Params p;
+    std::memset(&p, 0, sizeof p); // as PyTorch: padding bytes are 0
+    p.device_id = static_cast<int16_t>(device);
+    p.dataType = 2;
+    p.input_size[0] = static_cast<int32_t>(1 + i % 64);
+    p.input_size[1] = static_cast<int32_t>(3 + (i / 64) % 512);
+    p.input_size[2] = static_cast<int32_t>(7 + (i / 32768) % 224);
+    p.input_size[3] = static_cast<int32_t>(7 + i % 224);
+    p.input_dim = 4;
+    p.weight_size[0] = 64;
+    p.weight_size[1] = 3;
+    p.weight_size[2] = p.weight_size[3] = 3;
+    p.padding[0] = p.padding[1] = 1;
+    p.stride[0] = p.stride[1] = 1;
+    p.dilation[0] = p.dilation[1] = 1;
+    p.groups = static_cast<int64_t>(i); // unique per i
+    p.allow_tf32 = true;
+    return p;
+}
+
+inline Perf make_perf(uint32_t i, uint32_t version = 0) {
+    Perf v;
+    std::memset(&v, 0, sizeof v);
+    v.algo = static_cast<int32_t>(i % 8);
+    v.time = static_cast<float>(i % 1000) / 7.0f + static_cast<float>(version);
+    v.memory = static_cast<size_t>(i) * 4096u;
+    v.reserved[0] = static_cast<int32_t>(i);
+    v.reserved[1] = static_cast<int32_t>(version);
+    return v;
+}
+
+} // namespace testutil
+
+#endif
