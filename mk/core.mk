@@ -10,3 +10,20 @@ $(BUILD)/tests/%: tests/%.c tests/check.h $(LIB) $(BUILD)/include/.stamp
 
 c-test: $(CORE_TEST_BINS)
 	@for t in $(CORE_TEST_BINS); do echo "== $$t"; $$t || exit 1; done
+
+# Crash torture: a short run in `make test`, a long one in `make torture`.
+$(BUILD)/tests/torture_writer: tests/torture_writer.c $(LIB) $(BUILD)/include/.stamp
+	@mkdir -p $(BUILD)/tests
+	$(CC) $(CFLAGS) -o $@ $< $(LINK_CC)
+
+$(BUILD)/torture: tests/torture/main.go $(GO_SRC)
+	$(GO) build -o $@ ./tests/torture
+
+.PHONY: torture-short torture
+torture-short: $(BUILD)/torture $(BUILD)/tests/torture_writer
+	$(BUILD)/torture -writer $(BUILD)/tests/torture_writer -kills 100 -writers 4
+
+torture: $(BUILD)/torture $(BUILD)/tests/torture_writer
+	$(BUILD)/torture -writer $(BUILD)/tests/torture_writer -kills $${KILLS:-3000} -writers 6 -compact 256K
+
+TEST_TARGETS += torture-short

@@ -180,6 +180,9 @@ func Options(o cache.Options) cache.Options {
 	if o.MaxEntries == 0 {
 		o.MaxEntries = Int("CONVCACHE_MAX_ENTRIES", MinMaxEntries, 1<<40, 0)
 	}
+	if o.CompactJournal == 0 {
+		o.CompactJournal = Bytes("CONVCACHE_COMPACT_JOURNAL", 4<<10, 1<<40, cache.DefaultCompactJournal)
+	}
 	if !o.TrustShared {
 		o.TrustShared = Bool("CONVCACHE_TRUST_SHARED", false)
 	}
