@@ -768,24 +768,33 @@ public:
     const KeyPolicy &policy() const noexcept { return policy_; }
 
 private:
-    /* An immutable entry, except for seen. Replaced, never modified. */
-    struct Node {
+    /* An immutable entry, except for seen. Replaced, never modified.
+     * Aligned to 16 so that a slot can carry 4 bits of the hash beside the
+     * pointer. */
+    struct alignas(16) Node {
         Params key;
         T value;
-        std::uint64_t hash;
         mutable std::atomic<std::uint32_t> seen; /* the epoch of its last library touch */
     };
+
+    /* A slot is a Node pointer with the top 4 bits of the key's hash in its
+     * low bits (0 = empty): most probes past other keys never touch their
+     * node. The table's mask and slots share one allocation. */
+    using Slot = std::atomic<std::uintptr_t>;
+    static constexpr std::uintptr_t tag_mask = 15;
+    static std::uintptr_t tag_of(std::uint64_t h) noexcept { return static_cast<std::uintptr_t>(h >> 60); }
+    static const Node *node_of(std::uintptr_t s) noexcept {
+        return reinterpret_cast<const Node *>(s & ~tag_mask);
+    }
 
     struct Table {
         std::size_t mask;
         Table *retired; /* the table this one replaced */
-        std::atomic<const Node *> *slots() noexcept {
-            return reinterpret_cast<std::atomic<const Node *> *>(this + 1);
-        }
+        Slot *slots() noexcept { return reinterpret_cast<Slot *>(this + 1); }
     };
-    static_assert(sizeof(Table) % alignof(std::atomic<const Node *>) == 0, "slot alignment");
+    static_assert(sizeof(Table) % alignof(Slot) == 0, "slot alignment");
 
-    struct alignas(alignof(Node) > 16 ? alignof(Node) : 16) Block {
+    struct alignas(alignof(Node)) Block {
         Block *next;
         std::size_t used, cap;
         Node *nodes() noexcept { return reinterpret_cast<Node *>(this + 1); }
@@ -832,10 +841,10 @@ private:
     }
 
     Table *new_table(std::size_t cap) {
-        std::size_t bytes = sizeof(Table) + cap * sizeof(std::atomic<const Node *>);
+        std::size_t bytes = sizeof(Table) + cap * sizeof(Slot);
         void *mem = ::operator new(bytes);
         Table *t = new (mem) Table{cap - 1, nullptr};
-        for (std::size_t i = 0; i < cap; i++) new (&t->slots()[i]) std::atomic<const Node *>(nullptr);
+        for (std::size_t i = 0; i < cap; i++) new (&t->slots()[i]) Slot(0);
         bytes_.fetch_add(bytes, std::memory_order_relaxed);
         return t;
     }
@@ -849,13 +858,18 @@ private:
         return true;
     }
 
+    /* The hot path: no lock, no shared write. */
     const Node *lookup(const Params &p, std::uint64_t h) const noexcept {
         Table *t = table_.load(std::memory_order_acquire);
-        std::atomic<const Node *> *s = t->slots();
+        Slot *s = t->slots();
+        const std::uintptr_t tag = tag_of(h);
         for (std::size_t i = static_cast<std::size_t>(h) & t->mask;; i = (i + 1) & t->mask) {
-            const Node *n = s[i].load(std::memory_order_acquire);
-            if (!n) return nullptr;
-            if (n->hash == h && std::memcmp(&n->key, &p, sizeof(Params)) == 0) return n;
+            std::uintptr_t v = s[i].load(std::memory_order_acquire);
+            if (!v) return nullptr;
+            if ((v & tag_mask) == tag) {
+                const Node *n = node_of(v);
+                if (std::memcmp(&n->key, &p, sizeof(Params)) == 0) return n;
+            }
         }
     }
 
@@ -874,47 +888,52 @@ private:
 
     /* Publishes params -> value. replace: overwrite an existing entry (an
      * insert); otherwise keep it (a fill from the library must not undo a
-     * newer insert that raced with it). */
+     * newer insert that raced with it). Tables grow at a load of 0.8. */
     void put(const Params &p, std::uint64_t h, const T &value, bool replace) {
         std::lock_guard<std::mutex> g(mu_);
         Table *t = table_.load(std::memory_order_relaxed);
+        const std::uintptr_t tag = tag_of(h);
         std::size_t i = static_cast<std::size_t>(h) & t->mask;
         for (;; i = (i + 1) & t->mask) {
-            const Node *n = t->slots()[i].load(std::memory_order_relaxed);
-            if (!n) break;
-            if (n->hash == h && std::memcmp(&n->key, &p, sizeof(Params)) == 0) {
+            std::uintptr_t v = t->slots()[i].load(std::memory_order_relaxed);
+            if (!v) break;
+            const Node *n = node_of(v);
+            if ((v & tag_mask) == tag && std::memcmp(&n->key, &p, sizeof(Params)) == 0) {
                 if (!replace || std::memcmp(&n->value, &value, sizeof(T)) == 0) return;
-                t->slots()[i].store(make_node(p, h, value), std::memory_order_release);
+                t->slots()[i].store(make_slot(p, h, value), std::memory_order_release);
                 return; /* the old node stays allocated: readers may hold it */
             }
         }
         std::size_t count = count_.load(std::memory_order_relaxed) + 1;
-        if (count * 2 > t->mask + 1) {
+        if (count * 5 > (t->mask + 1) * 4) {
             t = grow(t);
             i = static_cast<std::size_t>(h) & t->mask;
             while (t->slots()[i].load(std::memory_order_relaxed)) i = (i + 1) & t->mask;
         }
-        t->slots()[i].store(make_node(p, h, value), std::memory_order_release);
+        t->slots()[i].store(make_slot(p, h, value), std::memory_order_release);
         count_.store(count, std::memory_order_relaxed);
     }
 
-    const Node *make_node(const Params &p, std::uint64_t h, const T &value) {
+    std::uintptr_t make_slot(const Params &p, std::uint64_t h, const T &value) {
         Node *n = alloc_node();
         std::memcpy(static_cast<void *>(&n->key), &p, sizeof(Params));
         std::memcpy(static_cast<void *>(&n->value), &value, sizeof(T));
-        n->hash = h;
         new (&n->seen) std::atomic<std::uint32_t>(epoch_.load(std::memory_order_relaxed));
-        return n;
+        return reinterpret_cast<std::uintptr_t>(n) | tag_of(h);
     }
 
+    /* Builds a table twice the size and publishes it. Hashes are not kept
+     * in nodes (to keep them small); they are recomputed here, under the
+     * writers' mutex. */
     Table *grow(Table *old) {
         Table *t = new_table((old->mask + 1) * 2);
         for (std::size_t j = 0; j <= old->mask; j++) {
-            const Node *n = old->slots()[j].load(std::memory_order_relaxed);
-            if (!n) continue;
-            std::size_t i = static_cast<std::size_t>(n->hash) & t->mask;
+            std::uintptr_t v = old->slots()[j].load(std::memory_order_relaxed);
+            if (!v) continue;
+            std::uint64_t h = hash_bytes(&node_of(v)->key, sizeof(Params));
+            std::size_t i = static_cast<std::size_t>(h) & t->mask;
             while (t->slots()[i].load(std::memory_order_relaxed)) i = (i + 1) & t->mask;
-            t->slots()[i].store(n, std::memory_order_relaxed);
+            t->slots()[i].store(v, std::memory_order_relaxed);
         }
         t->retired = old; /* freed by the destructor: readers may still be in it */
         table_.store(t, std::memory_order_release);
@@ -982,7 +1001,7 @@ private:
             if (rc == CONVCACHE_HIT && len == sizeof(T) && std::memcmp(buf, &n->value, sizeof(T)) != 0) {
                 T v;
                 std::memcpy(static_cast<void *>(&v), buf, sizeof(T));
-                put(n->key, n->hash, v, true);
+                put(n->key, hash_bytes(&n->key, sizeof(Params)), v, true);
             }
         } catch (...) {
             /* Best effort: a failed touch only weakens LRU. */
