@@ -1,0 +1,62 @@
+// bench_dropin - implementation (b): convcache through the C++ drop-in for
+// PyTorch's BenchmarkCache (include/convcache.hpp): the same find/insert
+// calls PyTorch makes, answered by the header's lock-free front map, which
+// falls back to the library on a front-map miss.
+#include "convcache.hpp"
+#include "workloads.hpp"
+
+namespace {
+
+// As bench_cabi: about the length of what convcache_cudnn_scope() writes.
+const char *kScope = "cudnn-v1;gpu=NVIDIA H100 80GB HBM3;cc=9.0;sm=132;driver=13000;cudnn=91000;cudart=13000";
+
+struct DropIn {
+    static constexpr const char *kName = "convcache C++ drop-in";
+    static constexpr bool kPersistent = true;
+
+    convcachepp::Cache cache;
+    convcachepp::BenchmarkCache<bench::Key, bench::Value> bc;
+
+    explicit DropIn(const std::string &path) : cache(path.c_str(), kScope), bc(cache, "fwd") {}
+
+    int load() { return bc.load(); }
+    bool find(const bench::Key &k, bench::Value *v) { return bc.find(k, v); }
+    int insert(const bench::Key &k, const bench::Value &v) {
+        try {
+            bc.insert(k, v);
+            return 0;
+        } catch (const convcachepp::error &e) {
+            return e.code() < 0 ? e.code() : -1;
+        }
+    }
+    int save() { return bc.save() < 0 ? -1 : 0; }
+    void begin_bulk() {}
+    void end_bulk() {}
+    void begin_writer() {}
+    int64_t front_bytes() const { return int64_t(bc.memory_bytes()); }
+
+    // As bench_cabi: find every key and save until a save compacts the file.
+    void finish_prep(uint64_t n) {
+        for (int round = 0; round < 1000; round++) {
+            struct convcache_stats st = cache.stats();
+            if (st.journal_bytes == 0 && st.compactions > 0) return;
+            bench::Value v;
+            for (uint64_t i = 0; i < n; i++) {
+                bench::Key k = bench::make_key(i);
+                bc.find(k, &v);
+            }
+            if (bc.save() != 0) bench::die("save");
+        }
+        bench::die("the file never compacted");
+    }
+
+    struct Reader {
+        DropIn &d;
+        explicit Reader(DropIn &d_) : d(d_) {}
+        bool find(const bench::Key &k, bench::Value *v) { return d.bc.find(k, v); }
+    };
+};
+
+}  // namespace
+
+int main(int argc, char **argv) { return bench::run<DropIn>(argc, argv); }

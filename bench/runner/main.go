@@ -1,0 +1,403 @@
+// Command runner runs convcache's benchmark workloads against every
+// implementation in one run, prints one Markdown table of medians, spreads
+// and ratios, and writes the raw samples as JSON for bench/plot.
+//
+// Each measurement is a fresh worker process (bench_<impl>, built from
+// bench/impl_*.cpp and bench/workloads.hpp). Repeats are interleaved:
+// repeat 1 of every implementation, then repeat 2, and so on, so that a
+// burst of load on the shared machine lands on all of them rather than on
+// one.
+//
+// Usage (make bench runs it):
+//
+//	runner -bin build/bench -out build/bench [-reps 5] [-quick]
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// impl is one implementation: a worker binary and its place in the table.
+type impl struct {
+	ID         string `json:"id"`   // a..e, as in the issue
+	Key        string `json:"key"`  // binary suffix
+	Name       string `json:"name"` // column title
+	Persistent bool   `json:"persistent"`
+	Ours       bool   `json:"ours"` // convcache itself, not a baseline
+	bin        string
+}
+
+var allImpls = []impl{
+	{ID: "a", Key: "cabi", Name: "convcache C ABI", Persistent: true, Ours: true},
+	{ID: "b", Key: "dropin", Name: "convcache C++ drop-in", Persistent: true, Ours: true},
+	{ID: "c", Key: "stdmap", Name: "PyTorch map (memory)", Persistent: false},
+	{ID: "d", Key: "naive", Name: "naive file", Persistent: true},
+	{ID: "e", Key: "sqlite", Name: "SQLite WAL", Persistent: true},
+}
+
+// Results is what the runner writes to results.json.
+type Results struct {
+	Date        string                          `json:"date"`
+	Machine     string                          `json:"machine"`
+	Command     string                          `json:"command"`
+	Reps        int                             `json:"reps"`
+	RepsLarge   int                             `json:"reps_large"`
+	Sizes       []int                           `json:"sizes"`
+	Writers     []int                           `json:"writers"`
+	PerWriter   int                             `json:"per_writer"`
+	HitMillis   int                             `json:"hit_ms"`
+	Impls       []impl                          `json:"impls"`
+	Samples     map[string]map[string][]float64 `json:"samples"` // metric -> impl id -> samples
+	Notes       []string                        `json:"notes"`
+	WallSeconds float64                         `json:"wall_seconds"`
+}
+
+func (r *Results) add(metric, id string, v float64) {
+	m := r.Samples[metric]
+	if m == nil {
+		m = map[string][]float64{}
+		r.Samples[metric] = m
+	}
+	m[id] = append(m[id], v)
+}
+
+var (
+	binDir  = flag.String("bin", "build/bench", "directory of the bench_* worker binaries")
+	outDir  = flag.String("out", "build/bench", "directory for results.json and results.md")
+	workDir = flag.String("work", "", "directory for the stores (default: OUT/work, removed afterwards)")
+	reps    = flag.Int("reps", 5, "repeats of each figure")
+	repsBig = flag.Int("reps-large", 3, "repeats of the 1M-entry figures")
+	hitMs   = flag.Int("hit-ms", 300, "minimum duration of each timed hit loop, ms")
+	perW    = flag.Int("per-writer", 10000, "keys each writer process inserts")
+	quick   = flag.Bool("quick", false, "a fast smoke run: 10k and 100k entries, 1 repeat")
+	keep    = flag.Bool("keep", false, "keep the stores in the work directory")
+	only    = flag.String("impls", "", "comma-separated implementation keys to run (default: every built one)")
+)
+
+const rawEntry = 104 + 48 // key + value bytes
+
+func main() {
+	flag.Parse()
+	start := time.Now()
+	sizes := []int{10000, 100000, 1000000}
+	writers := []int{1, 2, 4, 8}
+	if *quick {
+		sizes = []int{10000, 100000}
+		*reps, *repsBig = 1, 1
+		*hitMs = 100
+		*perW = 2000
+	}
+	res := &Results{
+		Date:      start.UTC().Format("2006-01-02 15:04 UTC"),
+		Machine:   machine(),
+		Command:   "make bench",
+		Reps:      *reps,
+		RepsLarge: *repsBig,
+		Sizes:     sizes,
+		Writers:   writers,
+		PerWriter: *perW,
+		HitMillis: *hitMs,
+		Samples:   map[string]map[string][]float64{},
+	}
+	for _, im := range allImpls {
+		im.bin = filepath.Join(*binDir, "bench_"+im.Key)
+		if _, err := os.Stat(im.bin); err != nil {
+			if im.Key == "dropin" {
+				res.Notes = append(res.Notes, "(b) C++ drop-in: not built (include/convcache.hpp missing), column pending")
+			}
+			continue
+		}
+		if *only != "" && !strings.Contains(","+*only+",", ","+im.Key+",") {
+			continue
+		}
+		res.Impls = append(res.Impls, im)
+	}
+	if len(res.Impls) == 0 {
+		fatalf("no worker binaries in %s", *binDir)
+	}
+	wd := *workDir
+	if wd == "" {
+		wd = filepath.Join(*outDir, "work")
+	}
+	os.RemoveAll(wd)
+	if err := os.MkdirAll(wd, 0o755); err != nil {
+		fatalf("%v", err)
+	}
+	if !*keep {
+		defer os.RemoveAll(wd)
+	}
+
+	repsFor := func(n int) int {
+		if n >= 1000000 {
+			return *repsBig
+		}
+		return *reps
+	}
+	store := func(im impl, n int) string { return filepath.Join(wd, fmt.Sprintf("%s.%d", im.Key, n)) }
+
+	// 1. Prepared stores, two at a time (this is set-up, not a figure; the
+	//    file size after compaction is).
+	phase("prep: filling the stores (10k, 100k, 1M entries) and compacting them")
+	var jobs []func()
+	var mu sync.Mutex
+	for _, n := range sizes {
+		for _, im := range res.Impls {
+			if !im.Persistent {
+				continue
+			}
+			im, n := im, n
+			jobs = append(jobs, func() {
+				f := mustRun(im, "prep", store(im, n), strconv.Itoa(n))
+				mu.Lock()
+				res.add(fmt.Sprintf("file_bpe/%d", n), im.ID, f["file_bytes"]/float64(n))
+				res.add(fmt.Sprintf("prep_s/%d", n), im.ID, f["prep_s"])
+				mu.Unlock()
+				progress("prep %-7s %7d: %.1f s, %.1f bytes/entry", im.Key, n, f["prep_s"], f["file_bytes"]/float64(n))
+			})
+		}
+	}
+	parallel(2, jobs)
+
+	// 2. Hits at 1 and 2 threads, and resident memory.
+	phase("hit: find latency (1 thread) and throughput (2 threads)")
+	for _, n := range sizes {
+		for r := 0; r < repsFor(n); r++ {
+			for _, im := range res.Impls {
+				f := mustRun(im, "hit", store(im, n), strconv.Itoa(n), strconv.Itoa(*hitMs))
+				res.add(fmt.Sprintf("hit1_ns/%d", n), im.ID, f["hit1_ns"])
+				res.add(fmt.Sprintf("mops1/%d", n), im.ID, f["mops1"])
+				res.add(fmt.Sprintf("mops2/%d", n), im.ID, f["mops2"])
+				res.add(fmt.Sprintf("rss/%d", n), im.ID, f["rss_per_entry"])
+				if v, ok := f["front_per_entry"]; ok {
+					res.add(fmt.Sprintf("front/%d", n), im.ID, v)
+				}
+				progress("hit %-7s %7d rep %d: %.0f ns, 2 threads %.2f Mops/s", im.Key, n, r+1, f["hit1_ns"], f["mops2"])
+			}
+		}
+	}
+
+	// 3. Cold process to first answer, and to every key answered once.
+	phase("load: cold process to first answer")
+	for _, n := range sizes {
+		for r := 0; r < repsFor(n); r++ {
+			for _, im := range res.Impls {
+				if !im.Persistent {
+					continue
+				}
+				t0 := time.Now().UnixNano()
+				f := mustRun(im, "load", store(im, n), strconv.Itoa(n), strconv.FormatInt(t0, 10))
+				res.add(fmt.Sprintf("load_ms/%d", n), im.ID, f["load_ms"])
+				res.add(fmt.Sprintf("all_ms/%d", n), im.ID, f["all_ms"])
+				progress("load %-7s %7d rep %d: first %.1f ms, all %.1f ms", im.Key, n, r+1, f["load_ms"], f["all_ms"])
+			}
+		}
+	}
+
+	// 4. Concurrent writer processes on one store.
+	phase("writers: processes inserting distinct keys into one store")
+	for r := 0; r < *reps; r++ {
+		for _, p := range writers {
+			for _, im := range res.Impls {
+				if !im.Persistent {
+					continue
+				}
+				tput, lost, errs := writeRound(im, filepath.Join(wd, fmt.Sprintf("w-%s-%d-%d", im.Key, p, r)), p, *perW)
+				res.add(fmt.Sprintf("wtput/%d", p), im.ID, tput)
+				res.add(fmt.Sprintf("wlost/%d", p), im.ID, float64(lost))
+				res.add(fmt.Sprintf("werr/%d", p), im.ID, float64(errs))
+				progress("write %-7s %d procs rep %d: %.0f inserts/s, %d lost, %d errors", im.Key, p, r+1, tput, lost, errs)
+			}
+		}
+	}
+
+	res.WallSeconds = time.Since(start).Seconds()
+	tbl := table(res)
+	fmt.Println()
+	fmt.Print(tbl)
+	must(os.MkdirAll(*outDir, 0o755))
+	must(os.WriteFile(filepath.Join(*outDir, "results.md"), []byte(tbl), 0o644))
+	js, err := json.MarshalIndent(res, "", "  ")
+	must(err)
+	must(os.WriteFile(filepath.Join(*outDir, "results.json"), js, 0o644))
+	fmt.Fprintf(os.Stderr, "bench: wrote %s and %s (%.0f s)\n",
+		filepath.Join(*outDir, "results.md"), filepath.Join(*outDir, "results.json"), res.WallSeconds)
+}
+
+// writeRound starts p writer processes on a fresh store, lets them insert
+// together, and then counts what the store holds. It returns the aggregate
+// inserts per second (from the go signal to the last writer's end, close
+// included), the entries lost and the insert errors reported.
+func writeRound(im impl, path string, p, k int) (tput float64, lost, errs int) {
+	mustRun(im, "init", path)
+	type proc struct {
+		cmd   *exec.Cmd
+		stdin io.WriteCloser
+		out   *bufio.Reader
+	}
+	procs := make([]proc, p)
+	for i := range procs {
+		cmd := workerCmd(im, "write", path, strconv.Itoa(i), strconv.Itoa(k))
+		in, err := cmd.StdinPipe()
+		must(err)
+		out, err := cmd.StdoutPipe()
+		must(err)
+		must(cmd.Start())
+		procs[i] = proc{cmd, in, bufio.NewReader(out)}
+	}
+	for _, pr := range procs {
+		line, err := pr.out.ReadString('\n')
+		if err != nil || strings.TrimSpace(line) != "ready" {
+			fatalf("%s write: expected ready, got %q (%v)", im.Key, line, err)
+		}
+	}
+	t0 := time.Now().UnixNano()
+	for _, pr := range procs {
+		io.WriteString(pr.stdin, "go\n")
+		pr.stdin.Close()
+	}
+	var end float64
+	for _, pr := range procs {
+		line, err := pr.out.ReadString('\n')
+		if err != nil {
+			fatalf("%s write: %v", im.Key, err)
+		}
+		f := fields(line)
+		if _, bad := f["error"]; bad {
+			fatalf("%s write: %s", im.Key, line)
+		}
+		end = max(end, f["end_ns"])
+		errs += int(f["errors"])
+		if err := pr.cmd.Wait(); err != nil {
+			fatalf("%s write: %v", im.Key, err)
+		}
+	}
+	total := p * k
+	tput = float64(total) / ((end - float64(t0)) / 1e9)
+	f := mustRun(im, "count", path, strconv.Itoa(total))
+	lost = total - int(f["found"])
+	if !*keep {
+		for _, suffix := range []string{"", "-wal", "-shm", ".lock"} {
+			os.Remove(path + suffix)
+		}
+	}
+	return tput, lost, errs
+}
+
+// workerCmd is a worker process with CONVCACHE_* variables removed from its
+// environment, so that a user's settings (CONVCACHE_DISABLE, a remote tier)
+// cannot change what is measured.
+func workerCmd(im impl, args ...string) *exec.Cmd {
+	cmd := exec.Command(im.bin, args...)
+	var env []string
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, "CONVCACHE_") {
+			env = append(env, e)
+		}
+	}
+	cmd.Env = env
+	cmd.Stderr = os.Stderr
+	return cmd
+}
+
+// mustRun runs a worker to completion and returns the fields of its line.
+func mustRun(im impl, args ...string) map[string]float64 {
+	cmd := workerCmd(im, args...)
+	out, err := cmd.Output()
+	if err != nil {
+		fatalf("%s %s: %v\n%s", im.bin, strings.Join(args, " "), err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	f := fields(lines[len(lines)-1])
+	if _, bad := f["error"]; bad {
+		fatalf("%s %s: %s", im.bin, strings.Join(args, " "), out)
+	}
+	return f
+}
+
+// fields parses "name=value name=value ...".
+func fields(line string) map[string]float64 {
+	f := map[string]float64{}
+	for _, tok := range strings.Fields(line) {
+		name, val, ok := strings.Cut(tok, "=")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(val, 64)
+		if err != nil {
+			f["error"] = 1
+			continue
+		}
+		f[name] = v
+	}
+	return f
+}
+
+func parallel(n int, jobs []func()) {
+	sem := make(chan struct{}, n)
+	var wg sync.WaitGroup
+	for _, j := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			j()
+		}()
+	}
+	wg.Wait()
+}
+
+// machine describes the CPU, cores, memory and kernel.
+func machine() string {
+	cpu := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "model name") {
+				if _, v, ok := strings.Cut(l, ":"); ok {
+					cpu = strings.TrimSpace(v)
+				}
+				break
+			}
+		}
+	}
+	mem := ""
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb int64
+		fmt.Sscanf(string(b), "MemTotal: %d kB", &kb)
+		mem = fmt.Sprintf(", %.0f GiB RAM", float64(kb)/(1<<20))
+	}
+	kernel := ""
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		kernel = ", Linux " + strings.TrimSpace(string(b))
+	}
+	return fmt.Sprintf("%s, %d cores%s%s, %s", cpu, runtime.NumCPU(), mem, kernel, runtime.Version())
+}
+
+func phase(s string) { fmt.Fprintf(os.Stderr, "bench: %s\n", s) }
+
+func progress(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "  "+format+"\n", args...)
+}
+
+func must(err error) {
+	if err != nil {
+		fatalf("%v", err)
+	}
+}
+
+func fatalf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
+	os.Exit(1)
+}

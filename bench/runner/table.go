@@ -1,0 +1,295 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// row is one line of the table: a metric with its samples per implementation.
+type row struct {
+	label  string
+	metric string
+	lower  bool // lower is better
+	counts bool // a count (entries lost): no ratio, shown with its range
+}
+
+func sizeName(n int) string {
+	switch {
+	case n >= 1000000 && n%1000000 == 0:
+		return fmt.Sprintf("%dM", n/1000000)
+	case n >= 1000 && n%1000 == 0:
+		return fmt.Sprintf("%dk", n/1000)
+	}
+	return fmt.Sprint(n)
+}
+
+func rows(r *Results) []row {
+	var out []row
+	for _, n := range r.Sizes {
+		out = append(out, row{fmt.Sprintf("find hit, 1 thread, %s entries: ns/op", sizeName(n)), fmt.Sprintf("hit1_ns/%d", n), true, false})
+	}
+	for _, n := range r.Sizes {
+		out = append(out, row{fmt.Sprintf("find hit, 2 threads, %s entries: M finds/s", sizeName(n)), fmt.Sprintf("mops2/%d", n), false, false})
+	}
+	for _, n := range r.Sizes {
+		out = append(out, row{fmt.Sprintf("load %s: cold process to first answer, ms", sizeName(n)), fmt.Sprintf("load_ms/%d", n), true, false})
+	}
+	for _, n := range r.Sizes {
+		out = append(out, row{fmt.Sprintf("load %s: cold process to every key answered once, ms", sizeName(n)), fmt.Sprintf("all_ms/%d", n), true, false})
+	}
+	for _, p := range r.Writers {
+		out = append(out, row{fmt.Sprintf("%d writer process%s, inserts/s (each durable on return)", p, plural(p)), fmt.Sprintf("wtput/%d", p), false, false})
+	}
+	for _, p := range r.Writers {
+		out = append(out, row{fmt.Sprintf("%d writer process%s, entries lost of %d", p, plural(p), p*r.PerWriter), fmt.Sprintf("wlost/%d", p), true, true})
+	}
+	big := r.Sizes[len(r.Sizes)-1]
+	for _, n := range r.Sizes {
+		if n >= 100000 || n == big {
+			out = append(out, row{fmt.Sprintf("resident memory per entry, %s entries: bytes", sizeName(n)), fmt.Sprintf("rss/%d", n), true, false})
+		}
+	}
+	for _, n := range r.Sizes {
+		if n >= 100000 || n == big {
+			out = append(out, row{fmt.Sprintf("  of which the C++ front map, %s entries: bytes", sizeName(n)), fmt.Sprintf("front/%d", n), true, false})
+		}
+	}
+	for _, n := range r.Sizes {
+		out = append(out, row{fmt.Sprintf("file bytes per entry after compaction, %s entries (raw key+value: %d)", sizeName(n), rawEntry), fmt.Sprintf("file_bpe/%d", n), true, false})
+	}
+	return out
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "es"
+}
+
+// stat is a metric's median and spread over its repeats.
+type stat struct {
+	med, min, max float64
+	n             int
+}
+
+func statOf(v []float64) (stat, bool) {
+	if len(v) == 0 {
+		return stat{}, false
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	m := s[len(s)/2]
+	if len(s)%2 == 0 {
+		m = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return stat{m, s[0], s[len(s)-1], len(s)}, true
+}
+
+func (r *Results) stat(metric, id string) (stat, bool) {
+	return statOf(r.Samples[metric][id])
+}
+
+// num formats a figure with three significant digits and a k/M suffix for
+// large ones.
+func num(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case a >= 1e7:
+		return fmt.Sprintf("%.1fM", v/1e6)
+	case a >= 1e6:
+		return fmt.Sprintf("%.2fM", v/1e6)
+	case a >= 1e5:
+		return fmt.Sprintf("%.0fk", v/1e3)
+	case a >= 1e4:
+		return fmt.Sprintf("%.1fk", v/1e3)
+	case a >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case a >= 10:
+		return fmt.Sprintf("%.1f", v)
+	case a == 0:
+		return "0"
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+// cell is a median with its spread: half the range, relative to the median.
+func cell(s stat, counts bool) string {
+	if counts {
+		if s.min == s.max {
+			return num(s.med)
+		}
+		return fmt.Sprintf("%s (%s–%s)", num(s.med), num(s.min), num(s.max))
+	}
+	if s.n < 2 || s.med == 0 {
+		return num(s.med)
+	}
+	return fmt.Sprintf("%s ±%.0f%%", num(s.med), 100*(s.max-s.min)/2/math.Abs(s.med))
+}
+
+func ratio(x float64) string {
+	switch {
+	case x >= 100:
+		return fmt.Sprintf("%.0f×", x)
+	case x >= 10:
+		return fmt.Sprintf("%.1f×", x)
+	}
+	return fmt.Sprintf("%.2f×", x)
+}
+
+// table renders the Markdown table, the notes and the targets.
+func table(r *Results) string {
+	var b strings.Builder
+	var ours, bases []impl
+	for _, im := range r.Impls {
+		if im.Ours {
+			ours = append(ours, im)
+		} else {
+			bases = append(bases, im)
+		}
+	}
+	fmt.Fprintf(&b, "Run: %s · %s · `%s` · median of %d repeats (%d at 1M entries), ±: half the min–max range · wall %.0f s\n\n",
+		r.Date, r.Machine, r.Command, r.Reps, r.RepsLarge, r.WallSeconds)
+	b.WriteString("| workload |")
+	for _, im := range r.Impls {
+		fmt.Fprintf(&b, " (%s) %s |", im.ID, im.Name)
+	}
+	for _, bs := range bases {
+		fmt.Fprintf(&b, " vs (%s) |", bs.ID)
+	}
+	b.WriteString("\n|---|")
+	for range r.Impls {
+		b.WriteString("---:|")
+	}
+	for range bases {
+		b.WriteString("---:|")
+	}
+	b.WriteString("\n")
+	for _, rw := range rows(r) {
+		any := false
+		for _, im := range r.Impls {
+			if _, ok := r.stat(rw.metric, im.ID); ok {
+				any = true
+			}
+		}
+		if !any {
+			continue
+		}
+		fmt.Fprintf(&b, "| %s |", rw.label)
+		for _, im := range r.Impls {
+			if s, ok := r.stat(rw.metric, im.ID); ok {
+				fmt.Fprintf(&b, " %s |", cell(s, rw.counts))
+			} else {
+				b.WriteString(" — |")
+			}
+		}
+		for _, bs := range bases {
+			base, ok := r.stat(rw.metric, bs.ID)
+			var parts []string
+			if ok && !rw.counts && base.med != 0 {
+				for _, o := range ours {
+					if s, ok := r.stat(rw.metric, o.ID); ok {
+						parts = append(parts, fmt.Sprintf("%s %s", o.ID, ratio(s.med/base.med)))
+					}
+				}
+			}
+			if len(parts) == 0 {
+				b.WriteString(" — |")
+			} else {
+				fmt.Fprintf(&b, " %s |", strings.Join(parts, ", "))
+			}
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\nRatios are convcache's median over the baseline's, from this run: below 1× is better for times, bytes and memory, above 1× for throughput.\n")
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "\n%s\n", n)
+	}
+	b.WriteString("\n")
+	b.WriteString(targets(r))
+	return b.String()
+}
+
+// targets checks the issue's performance targets against this run.
+func targets(r *Results) string {
+	var b strings.Builder
+	b.WriteString("Targets (medians from this run):\n\n")
+	med := func(metric, id string) (float64, bool) {
+		s, ok := r.stat(metric, id)
+		return s.med, ok
+	}
+	check := func(name string, ok, have bool, detail string) {
+		switch {
+		case !have:
+			fmt.Fprintf(&b, "- PENDING %s: %s\n", name, detail)
+		case ok:
+			fmt.Fprintf(&b, "- HOLDS %s: %s\n", name, detail)
+		default:
+			fmt.Fprintf(&b, "- MISSED %s: %s\n", name, detail)
+		}
+	}
+	const n = 100000
+	c1, haveC := med(fmt.Sprintf("hit1_ns/%d", n), "c")
+	if a1, ok := med(fmt.Sprintf("hit1_ns/%d", n), "a"); ok && haveC {
+		check("C ABI find hit ≤ 1.0× (c), 1 thread, 100k", a1 <= c1, true,
+			fmt.Sprintf("%s ns vs %s ns = %s", num(a1), num(c1), ratio(a1/c1)))
+	}
+	b1, haveB := med(fmt.Sprintf("hit1_ns/%d", n), "b")
+	if haveB && haveC {
+		check("C++ drop-in find hit ≤ 0.5× (c), 1 thread, 100k", b1 <= 0.5*c1, true,
+			fmt.Sprintf("%s ns vs %s ns = %s", num(b1), num(c1), ratio(b1/c1)))
+		b2, _ := med(fmt.Sprintf("mops2/%d", n), "b")
+		c2, _ := med(fmt.Sprintf("mops2/%d", n), "c")
+		check("C++ drop-in 2-thread hit throughput ≥ 2× (c), 100k", b2 >= 2*c2, true,
+			fmt.Sprintf("%s vs %s M finds/s = %s", num(b2), num(c2), ratio(b2/c2)))
+	} else {
+		check("C++ drop-in ≤ 0.5× (c) at 1 thread and ≥ 2× its 2-thread throughput", false, false, "column (b) not built")
+	}
+	for _, id := range []string{"a", "b"} {
+		la, ok := med(fmt.Sprintf("load_ms/%d", n), id)
+		if !ok {
+			continue
+		}
+		ld, _ := med(fmt.Sprintf("load_ms/%d", n), "d")
+		le, _ := med(fmt.Sprintf("load_ms/%d", n), "e")
+		check(fmt.Sprintf("(%s) load of 100k faster than (d) and (e), under 100 ms", id), la < ld && la < le && la < 100, true,
+			fmt.Sprintf("%s ms vs (d) %s ms (%s), (e) %s ms (%s)", num(la), num(ld), ratio(la/ld), num(le), ratio(la/le)))
+	}
+	for _, id := range []string{"a", "b"} {
+		lost, ok := r.stat("wlost/4", id)
+		if !ok {
+			continue
+		}
+		ta, _ := med("wtput/4", id)
+		te, _ := med("wtput/4", "e")
+		check(fmt.Sprintf("(%s) 4 writer processes: zero lost, throughput ≥ (e)", id), lost.max == 0 && ta >= te, true,
+			fmt.Sprintf("lost %s (worst repeat), %s vs %s inserts/s = %s", num(lost.max), num(ta), num(te), ratio(ta/te)))
+	}
+	for _, sz := range []int{100000, 1000000} {
+		for _, id := range []string{"a", "b"} {
+			fa, ok := med(fmt.Sprintf("file_bpe/%d", sz), id)
+			if !ok {
+				continue
+			}
+			fd, _ := med(fmt.Sprintf("file_bpe/%d", sz), "d")
+			fe, _ := med(fmt.Sprintf("file_bpe/%d", sz), "e")
+			check(fmt.Sprintf("(%s) file after compaction, %s: smaller than (d) and (e), ≤ 60%% of raw", id, sizeName(sz)),
+				fa < fd && fa < fe && fa <= 0.6*rawEntry, true,
+				fmt.Sprintf("%s bytes/entry = %.0f%% of raw %d; (d) %s, (e) %s", num(fa), 100*fa/rawEntry, rawEntry, num(fd), num(fe)))
+		}
+	}
+	if w1, ok := med("wtput/1", "a"); ok {
+		check("single-process durable inserts ≥ 20k/s (C ABI, 1 writer)", w1 >= 20000, true,
+			fmt.Sprintf("%s inserts/s", num(w1)))
+	}
+	if c, ok := med("demo_cold_ms", "a"); ok {
+		w, _ := med("demo_warm_ms", "a")
+		check("warm run selection time ≤ 2% of cold", w <= 0.02*c, true,
+			fmt.Sprintf("%s ms vs %s ms = %.1f%%", num(w), num(c), 100*w/c))
+	} else {
+		check("warm run selection time ≤ 2% of cold", false, false, "the demo (make demo) is not in the tree yet")
+	}
+	return b.String()
+}

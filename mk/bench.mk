@@ -1,0 +1,53 @@
+# Benchmarks (issue 7): `make bench` builds one worker per implementation,
+# runs every workload against each (bench/runner), prints the Markdown table
+# and writes build/bench/results.{md,json} and the PNG plots (bench/plot).
+#
+#   make bench                      the full run (about 5 minutes on 2 cores)
+#   make bench BENCH_FLAGS=-quick   a smoke run (10k and 100k, one repeat)
+#   make bench-go                   the Go benchmarks of package cache
+
+BENCH_DIR   := $(BUILD)/bench
+BENCH_FLAGS ?=
+BENCH_HDRS  := bench/common.hpp bench/workloads.hpp bench/torch_map.hpp
+BENCH_GO    := $(wildcard bench/runner/*.go bench/plot/*.go)
+
+# (b) needs the C++ drop-in header; it joins the run once the header exists.
+BENCH_WORKERS := cabi stdmap naive sqlite
+ifneq ($(wildcard include/convcache.hpp),)
+BENCH_WORKERS += dropin
+endif
+bench_empty :=
+bench_space := $(bench_empty) $(bench_empty)
+bench_comma := ,
+BENCH_BINS := $(addprefix $(BENCH_DIR)/bench_,$(BENCH_WORKERS))
+
+$(BENCH_DIR)/bench_cabi $(BENCH_DIR)/bench_dropin: $(BENCH_DIR)/bench_%: bench/impl_%.cpp $(BENCH_HDRS) $(LIB) $(BUILD)/include/.stamp
+	@mkdir -p $(BENCH_DIR)
+	$(CXX) $(CXXFLAGS) -o $@ $< $(LINK_CC)
+
+$(BENCH_DIR)/bench_stdmap $(BENCH_DIR)/bench_naive: $(BENCH_DIR)/bench_%: bench/impl_%.cpp $(BENCH_HDRS)
+	@mkdir -p $(BENCH_DIR)
+	$(CXX) $(CXXFLAGS) -o $@ $< -lpthread
+
+$(BENCH_DIR)/bench_sqlite: bench/impl_sqlite.cpp $(BENCH_HDRS)
+	@mkdir -p $(BENCH_DIR)
+	$(CXX) $(CXXFLAGS) -o $@ $< -lsqlite3 -lpthread
+
+$(BENCH_DIR)/runner: $(wildcard bench/runner/*.go)
+	@mkdir -p $(BENCH_DIR)
+	$(GO) build -o $@ ./bench/runner
+
+$(BENCH_DIR)/plot: $(wildcard bench/plot/*.go)
+	@mkdir -p $(BENCH_DIR)
+	$(GO) build -o $@ ./bench/plot
+
+.PHONY: bench-table bench-go
+bench-table: $(BENCH_BINS) $(BENCH_DIR)/runner $(BENCH_DIR)/plot
+	$(BENCH_DIR)/runner -bin $(BENCH_DIR) -out $(BENCH_DIR) -impls $(subst $(bench_space),$(bench_comma),$(strip $(BENCH_WORKERS))) $(BENCH_FLAGS)
+	$(BENCH_DIR)/plot -in $(BENCH_DIR)/results.json -out $(BENCH_DIR)
+
+# Go benchmarks: find/insert/load/save over sizes and goroutines.
+bench-go:
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 -timeout 1800s ./cache
+
+BENCH_TARGETS += bench-table
