@@ -24,7 +24,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 var (
 	errShort    = errors.New("remote record: shorter than its header")
 	errMagic    = errors.New("remote record: bad magic (not written by convcache)")
-	errVersion  = errors.New("remote record: newer format version")
+	errVersion  = errors.New("remote record: newer format version or unknown flags")
 	errLength   = errors.New("remote record: lengths do not add up")
 	errChecksum = errors.New("remote record: checksum mismatch")
 	errScope    = errors.New("remote record: written for another scope")

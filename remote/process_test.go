@@ -1,0 +1,205 @@
+package remote_test
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/convcache/convcache/cache"
+	"github.com/convcache/convcache/remote"
+)
+
+// The multi-process tests run this test binary again as a "node": a
+// separate process with its own cache file and its own client, as on
+// another machine. NODE_ROLE selects what it does.
+func TestMain(m *testing.M) {
+	if role := os.Getenv("NODE_ROLE"); role != "" {
+		if err := node(role); err != nil {
+			fmt.Fprintf(os.Stderr, "node %s: %v\n", role, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func node(role string) error {
+	n, _ := strconv.Atoi(os.Getenv("NODE_N"))
+	r, err := remote.New(remote.Options{URL: os.Getenv("NODE_URL"), Timeout: 2 * time.Second, LockTTL: time.Second})
+	if err != nil {
+		return err
+	}
+	if role == "hold" {
+		// Take the lock and die without releasing it.
+		if _, ok := r.TryLock("test-scope", []byte("cold shape")); !ok {
+			return fmt.Errorf("lock refused")
+		}
+		fmt.Println("locked")
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {}
+	}
+	c, err := cache.Open(os.Getenv("NODE_PATH"), &cache.Options{Scope: "test-scope", Remote: r})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	switch role {
+	case "insert":
+		for i := 0; i < n; i++ {
+			if err := c.Insert(key(i), value(i)); err != nil {
+				return err
+			}
+		}
+		return c.Save()
+	case "find":
+		for i := 0; i < n; i++ {
+			v, ok, err := c.Get(key(i))
+			if err != nil || !ok || !bytes.Equal(v, value(i)) {
+				return fmt.Errorf("key %d: %q %v %v", i, v, ok, err)
+			}
+		}
+		st := c.Stats()
+		fmt.Printf("remote_hits=%d misses=%d\n", st.Remote.Hits, st.Misses)
+		return nil
+	case "race":
+		os.WriteFile(os.Getenv("NODE_READY"), nil, 0o600)
+		for { // all nodes start together
+			if _, err := os.Stat(os.Getenv("NODE_GATE")); err == nil {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		dst := make([]byte, 64)
+		k := []byte("one cold shape")
+		n, built, err := c.GetOrCreate(k, dst, func(d []byte) (int, error) {
+			f, err := os.OpenFile(os.Getenv("NODE_COUNT"), os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o600)
+			if err != nil {
+				return 0, err
+			}
+			fmt.Fprintf(f, "%d\n", os.Getpid())
+			f.Close()
+			time.Sleep(300 * time.Millisecond) // the benchmark
+			return copy(d, fmt.Sprintf("built by %d", os.Getpid())), nil
+		})
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%s built=%v\n", dst[:n], built)
+		return nil
+	}
+	return fmt.Errorf("unknown role")
+}
+
+func startNode(t *testing.T, role string, env ...string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), append([]string{"NODE_ROLE=" + role}, env...)...)
+	out := &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, out
+}
+
+func runNode(t *testing.T, role string, env ...string) string {
+	t.Helper()
+	cmd, out := startNode(t, role, env...)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("node %s: %v\n%s", role, err, out)
+	}
+	return out.String()
+}
+
+// Two processes with separate files share one server: node B's first
+// lookups are remote hits for what node A inserted.
+func TestTwoNodes(t *testing.T) {
+	srv := startRedis(t)
+	dir := t.TempDir()
+	runNode(t, "insert", "NODE_URL="+srv.url(), "NODE_PATH="+filepath.Join(dir, "a.ccdb"), "NODE_N=200")
+	out := runNode(t, "find", "NODE_URL="+srv.url(), "NODE_PATH="+filepath.Join(dir, "b.ccdb"), "NODE_N=200")
+	if !strings.Contains(out, "remote_hits=200 misses=0") {
+		t.Fatalf("node B: %s", out)
+	}
+	// A third run of B finds everything in its own file: no remote hits.
+	out = runNode(t, "find", "NODE_URL="+srv.url(), "NODE_PATH="+filepath.Join(dir, "b.ccdb"), "NODE_N=200")
+	if !strings.Contains(out, "remote_hits=0 misses=0") {
+		t.Fatalf("node B again: %s", out)
+	}
+}
+
+// Four processes with separate files ask for one cold key at once: the
+// builder runs once in the cluster, and all four get its value.
+func TestClusterSingleFlight(t *testing.T) {
+	srv := startRedis(t)
+	dir := t.TempDir()
+	gate, count := filepath.Join(dir, "gate"), filepath.Join(dir, "count")
+	var cmds []*exec.Cmd
+	var outs []*bytes.Buffer
+	for i := 0; i < 4; i++ {
+		cmd, out := startNode(t, "race", "NODE_URL="+srv.url(),
+			"NODE_PATH="+filepath.Join(dir, fmt.Sprintf("node%d.ccdb", i)),
+			"NODE_READY="+filepath.Join(dir, fmt.Sprintf("ready%d", i)),
+			"NODE_GATE="+gate, "NODE_COUNT="+count)
+		cmds, outs = append(cmds, cmd), append(outs, out)
+	}
+	waitFor(30*time.Second, func() bool {
+		for i := 0; i < 4; i++ {
+			if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("ready%d", i))); err != nil {
+				return false
+			}
+		}
+		return true
+	})
+	os.WriteFile(gate, nil, 0o600)
+	values := map[string]int{}
+	builtCount := 0
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("node %d: %v\n%s", i, err, outs[i])
+		}
+		v, built, _ := strings.Cut(strings.TrimSpace(outs[i].String()), " built=")
+		values[v]++
+		if built == "true" {
+			builtCount++
+		}
+	}
+	b, _ := os.ReadFile(count)
+	if runs := strings.Count(string(b), "\n"); runs != 1 || builtCount != 1 || len(values) != 1 {
+		t.Fatalf("builder ran %d times (%d nodes say they built); values %v", runs, builtCount, values)
+	}
+}
+
+// A lock holder killed with SIGKILL frees the lock by its TTL.
+func TestLockHolderKilled(t *testing.T) {
+	srv := startRedis(t)
+	cmd, out := startNode(t, "hold", "NODE_URL="+srv.url())
+	err := cmd.Wait()
+	died := time.Now()
+	if !strings.Contains(out.String(), "locked") {
+		t.Fatalf("holder: %v\n%s", err, out)
+	}
+	r, _ := newRemote(t, srv.url(), nil)
+	k := []byte("cold shape")
+	if _, ok := r.TryLock("test-scope", k); ok {
+		t.Fatal("lock free at once: the dead holder's TTL should hold it a while")
+	}
+	var freed time.Duration
+	if !waitFor(10*time.Second, func() bool {
+		_, ok := r.TryLock("test-scope", k)
+		freed = time.Since(died)
+		return ok
+	}) {
+		t.Fatal("lock never freed")
+	}
+	if freed > time.Second+slack {
+		t.Fatalf("freed %v after the holder died; its TTL is 1 s", freed)
+	}
+}
