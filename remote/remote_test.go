@@ -384,7 +384,9 @@ func TestPoisonedValues(t *testing.T) {
 	}{
 		{"garbage", func() error { return direct.Set(ctx, rk, "not a record", 0).Err() }},
 		{"empty-looking", func() error { return direct.Set(ctx, rk, strings.Repeat("\x00", 40), 0).Err() }},
-		{"other key", func() error { return direct.Set(ctx, rk, remote.Record(scope, []byte("conv shape other"), []byte("x")), 0).Err() }},
+		{"other key", func() error {
+			return direct.Set(ctx, rk, remote.Record(scope, []byte("conv shape other"), []byte("x")), 0).Err()
+		}},
 		{"other scope", func() error { return direct.Set(ctx, rk, remote.Record("other-scope", k, []byte("x")), 0).Err() }},
 		{"bad checksum", func() error { return direct.Set(ctx, rk, flip(len(good)-1), 0).Err() }},
 		{"flipped value", func() error { return direct.Set(ctx, rk, flip(len(good)-6), 0).Err() }},
