@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -59,6 +60,10 @@ type Cache struct {
 	damaged     int64     // bytes of damaged frames skipped
 	warnedBroke bool      // a reload failure was reported
 	flights     flightGroup
+
+	system *Cache    // read-only system tier, or nil
+	vlevel int       // verbose log level; 0 = off
+	log    *eventLog // verbose log, when vlevel > 0
 }
 
 // Open opens the cache file at path, creating it and its directory (mode
@@ -109,11 +114,31 @@ func Open(path string, o *Options) (*Cache, error) {
 	}
 	c.idx.Store(newIndex(0))
 	c.gen.Store(1)
+	if opts.Verbose > 0 {
+		c.vlevel = opts.Verbose
+		w := opts.Log
+		if w == nil {
+			w = os.Stderr
+		}
+		c.log = &eventLog{w: w}
+	}
 	if c.mode == ModeOff {
 		return c, nil
 	}
 	if err := c.openPath(path); err != nil {
 		return nil, err
+	}
+	if opts.SystemPath != "" {
+		sys, err := Open(opts.SystemPath, &Options{Scope: opts.Scope, Mode: ModeReadOnly, TrustShared: true, Warn: opts.Warn})
+		if err == nil && sys.Path() != "" && sys.f == nil {
+			sys.Close()
+			sys, err = nil, fmt.Errorf("%s does not exist (check CONVCACHE_SYSTEM_PATH)", opts.SystemPath)
+		}
+		if err != nil {
+			c.warnf("system tier %s not used: %v", opts.SystemPath, err)
+		} else {
+			c.system = sys
+		}
 	}
 	return c, nil
 }
@@ -574,33 +599,57 @@ func (c *Cache) find(key, dst []byte, stripe int) (int, bool, error) {
 	if stripe < 0 {
 		stripe = int(h >> 58)
 	}
-	if n, found, err := c.lookup(key, dst, h, stripe); found && c.mode != ModeRecache {
+	var t0 time.Time
+	if c.vlevel > 0 {
+		t0 = time.Now()
+	}
+	if n, flags, found, err := c.lookup(key, dst, h, stripe); found && c.mode != ModeRecache {
+		if c.vlevel > 0 && err == nil {
+			c.logEvent(hitEvent(flags), key, time.Since(t0), "")
+		}
 		return n, found, err
 	}
-	return c.findSlow(key, dst, h, stripe)
+	return c.findSlow(key, dst, h, stripe, t0)
 }
 
-// lookup is the hit path: memory only, no locks, no allocation.
-func (c *Cache) lookup(key, dst []byte, h uint64, stripe int) (int, bool, error) {
+func hitEvent(flags uint32) string {
+	switch {
+	case flags&entryFromSystem != 0:
+		return "system_hit"
+	case flags&entryFromFile != 0:
+		return "persistent_hit"
+	}
+	return "hit"
+}
+
+// lookup is the hit path: memory only, no locks, no allocation. It returns
+// the entry's flags (where it came from).
+func (c *Cache) lookup(key, dst []byte, h uint64, stripe int) (int, uint32, bool, error) {
 	ch, off, ok := c.idx.Load().lookup(key, h)
 	if !ok {
-		return 0, false, nil
+		return 0, 0, false, nil
 	}
 	if g := c.gen.Load(); atomicLoad32(ch, off+8) != g {
 		atomicStore32(ch, off+8, g)
 	}
 	v := entryValue(ch, off)
+	flags := entryFlags(ch, off)
 	if len(v) > len(dst) {
-		return len(v), true, ErrRange
+		return len(v), flags, true, ErrRange
 	}
 	copy(dst, v)
-	c.st.hit(stripe, entryFlags(ch, off)&entryFromFile != 0)
-	return len(v), true, nil
+	c.st.hit(stripe, flags)
+	return len(v), flags, true, nil
 }
 
-func (c *Cache) findSlow(key, dst []byte, h uint64, stripe int) (int, bool, error) {
+// findSlow handles a miss in memory: it reads what other processes
+// appended, then asks the system tier, then the remote tier.
+func (c *Cache) findSlow(key, dst []byte, h uint64, stripe int, t0 time.Time) (int, bool, error) {
 	if c.mode == ModeOff || c.mode == ModeRecache {
 		c.st.misses.Add(1)
+		if c.vlevel > 0 {
+			c.logEvent("miss", key, time.Since(t0), "")
+		}
 		return 0, false, nil
 	}
 	if c.closed.Load() {
@@ -612,17 +661,73 @@ func (c *Cache) findSlow(key, dst []byte, h uint64, stripe int) (int, bool, erro
 	if err != nil {
 		c.reportOnce(err)
 	}
-	if n, found, err := c.lookup(key, dst, h, stripe); found {
-		return n, found, err
+	event := "persistent_hit"
+	n, _, found, err := c.lookup(key, dst, h, stripe)
+	if !found {
+		event = "system_hit"
+		n, found, err = c.systemGet(key, dst, h, stripe)
 	}
-	if n, found, err := c.remoteGet(key, dst); found {
+	if !found {
+		event = "remote_hit"
+		n, found, err = c.remoteGet(key, dst)
+	}
+	if found {
+		if c.vlevel > 0 && err == nil {
+			c.logEvent(event, key, time.Since(t0), "")
+		}
 		return n, found, err
 	}
 	c.st.misses.Add(1)
+	if c.vlevel > 0 {
+		c.logEvent("miss", key, time.Since(t0), "")
+	}
 	if c.mode == ModeStrict {
 		return 0, false, ErrMiss
 	}
 	return 0, false, nil
+}
+
+// systemGet asks the read-only system tier. A hit is kept in this handle's
+// memory, and written to its file only with Promote.
+func (c *Cache) systemGet(key, dst []byte, h uint64, stripe int) (int, bool, error) {
+	if c.system == nil {
+		return 0, false, nil
+	}
+	v, ok := c.system.value(key, h)
+	if !ok {
+		return 0, false, nil
+	}
+	if c.opts.Promote {
+		c.insert(key, v, false)
+	} else {
+		c.mu.Lock()
+		c.idx.Load().put(key, v, h, entryFromSystem, c.gen.Load())
+		c.mu.Unlock()
+	}
+	c.st.hit(stripe, entryFromSystem)
+	if len(v) > len(dst) {
+		return len(v), true, ErrRange
+	}
+	return copy(dst, v), true, nil
+}
+
+// value returns a copy of key's value, reading the file's new tail on a
+// miss, without counting anything.
+func (c *Cache) value(key []byte, h uint64) ([]byte, bool) {
+	for try := 0; try < 2; try++ {
+		if ch, off, ok := c.idx.Load().lookup(key, h); ok {
+			return bytes.Clone(entryValue(ch, off)), true
+		}
+		if try == 0 {
+			c.mu.Lock()
+			err := c.refresh(false)
+			c.mu.Unlock()
+			if err != nil {
+				c.reportOnce(err)
+			}
+		}
+	}
+	return nil, false
 }
 
 // reportOnce warns about a background failure (such as a foreign file
@@ -634,6 +739,11 @@ func (c *Cache) reportOnce(err error) {
 		c.warnedBroke = true
 		c.warnf("%v", err)
 	}
+}
+
+// logDetail makes an error fit the log's last field: one line, no commas.
+func logDetail(err error) string {
+	return strings.NewReplacer(",", ";", "\n", " ").Replace(err.Error())
 }
 
 // Get returns a copy of key's value, for Go callers that do not manage a
@@ -673,7 +783,20 @@ func checkEntry(key, value []byte) error {
 // the lock writes it. On a read-only handle the entry is kept in memory and
 // ErrReadOnly returned.
 func (c *Cache) Insert(key, value []byte) error {
-	return c.insert(key, value, true)
+	if c.vlevel == 0 {
+		return c.insert(key, value, true)
+	}
+	t0 := time.Now()
+	err := c.insert(key, value, true)
+	switch {
+	case err == nil:
+		c.logEvent("insert", key, time.Since(t0), "")
+	case errors.Is(err, ErrPending):
+		c.logEvent("pending", key, time.Since(t0), "lock busy: kept in memory")
+	default:
+		c.logEvent("error", key, time.Since(t0), logDetail(err))
+	}
+	return err
 }
 
 // insert is Insert; toRemote also queues the entry for the remote tier.
@@ -703,7 +826,8 @@ func (c *Cache) insert(key, value []byte, toRemote bool) error {
 	}
 	c.mu.Unlock()
 	// An identical value already in the file needs no second record.
-	if ch, off, ok := c.idx.Load().lookup(key, h); ok && bytes.Equal(entryValue(ch, off), value) {
+	if ch, off, ok := c.idx.Load().lookup(key, h); ok && entryFlags(ch, off)&entryFromSystem == 0 &&
+		bytes.Equal(entryValue(ch, off), value) {
 		c.mu.Lock()
 		_, isPending := c.pending[string(key)]
 		c.mu.Unlock()
@@ -727,7 +851,7 @@ func (c *Cache) insert(key, value []byte, toRemote bool) error {
 	c.mu.Lock()
 	c.idx.Load().put(key, value, h, 0, c.gen.Load())
 	delete(c.pending, string(key))
-	err = c.appendLocked(rec)
+	err = c.appendLocked(rec, nil)
 	if err != nil {
 		c.pending[string(key)] = bytes.Clone(value)
 	}
@@ -767,6 +891,9 @@ func (c *Cache) lockForWrite(full bool) (*lock.Lock, error) {
 	lk, err := c.lk.Lock(timeout - time.Since(start))
 	if waited := time.Since(start); waited > 50*time.Microsecond {
 		c.st.lockWait(waited)
+		if c.vlevel >= LogAll {
+			c.logEvent("lock_wait", nil, waited, "")
+		}
 	}
 	if err != nil {
 		<-c.wsem
@@ -789,28 +916,31 @@ func (c *Cache) unlockWrite(lk *lock.Lock) {
 	<-c.wsem
 }
 
-// appendLocked appends the pending entries and rec (which may be nil) to the
-// file. Caller holds the file lock and mu. On failure the file is cut back to
-// where it was, so a failed append leaves no torn record.
-func (c *Cache) appendLocked(rec []byte) error {
+// appendLocked appends the pending entries, the put frame rec and the
+// frames extra (either may be nil) to the file. Caller holds the file lock
+// and mu. On failure the file is cut back to where it was, so a failed
+// append leaves no torn record.
+func (c *Cache) appendLocked(rec, extra []byte) error {
 	if err := c.refresh(true); err != nil {
 		return err
 	}
 	if c.readOnly {
 		return fmt.Errorf("%w (%s): %s", ErrReadOnly, c.roReason, c.path)
 	}
-	if len(rec) == 0 && len(c.pending) == 0 {
+	puts := len(rec) > 0 || len(c.pending) > 0
+	if !puts && len(extra) == 0 {
 		return nil
 	}
 	var buf []byte
-	if !c.scopes[c.scopeHash] {
-		buf = encodeScopeFrame(buf, c.scopeHash, c.scope)
+	if puts && !c.scopes[c.scopeHash] {
+		buf = encodeScopeFrame(buf, c.scopeHash, c.scope) // name the scope before its first put
 	}
 	now := time.Now().UnixMilli()
 	for k, v := range c.pending {
 		buf = appendPutFrame(buf, c.scopeHash, now, []byte(k), v)
 	}
 	buf = append(buf, rec...)
+	buf = append(buf, extra...)
 	n, err := c.f.Write(buf)
 	if err != nil || n != len(buf) {
 		if n > 0 {
@@ -822,7 +952,9 @@ func (c *Cache) appendLocked(rec []byte) error {
 		return ioErr(err, "append to", c.path, "free some disk space")
 	}
 	c.off += int64(n)
-	c.scopes[c.scopeHash] = true
+	if puts {
+		c.scopes[c.scopeHash] = true
+	}
 	c.dirty = true
 	clear(c.pending)
 	return nil
@@ -884,7 +1016,7 @@ func (c *Cache) Save() error {
 	}
 	defer c.unlockWrite(lk)
 	c.mu.Lock()
-	err = c.appendLocked(c.touchFrame(nil))
+	err = c.appendLocked(nil, c.touchFrame(nil))
 	compact := err == nil && c.needCompact()
 	c.mu.Unlock()
 	if err != nil {
@@ -930,7 +1062,7 @@ func (c *Cache) touchFrame(dst []byte) []byte {
 	g := c.gen.Load()
 	var hashes []byte
 	c.idx.Load().each(func(ch []byte, off int) {
-		if atomicLoad32(ch, off+8) == g {
+		if atomicLoad32(ch, off+8) == g && entryFlags(ch, off)&entryFromSystem == 0 {
 			hashes = binary.LittleEndian.AppendUint64(hashes, xxhash.Sum64(entryKey(ch, off)))
 		}
 	})
@@ -954,6 +1086,9 @@ func (c *Cache) Close() error {
 	if c.opts.Remote != nil {
 		defer c.opts.Remote.Close()
 	}
+	if c.system != nil {
+		defer c.system.Close()
+	}
 	var err error
 	c.mu.Lock()
 	ro := c.readOnly || c.f == nil
@@ -961,7 +1096,7 @@ func (c *Cache) Close() error {
 	if !ro {
 		if lk, lerr := c.lk.Lock(min(c.opts.LockTimeout, 100*time.Millisecond)); lerr == nil {
 			c.mu.Lock()
-			err = c.appendLocked(c.touchFrame(nil))
+			err = c.appendLocked(nil, c.touchFrame(nil))
 			c.mu.Unlock()
 			lk.Unlock()
 		}

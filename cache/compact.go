@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"slices"
 	"time"
@@ -234,10 +235,17 @@ func (c *Cache) compact() error {
 	c.mu.Unlock()
 
 	evicted := all.evict(c.opts.MaxEntries, c.opts.MaxBytes)
-	if err := replaceFile(c.fs, c.path, all.encode(now)); err != nil {
+	image := all.encode(now)
+	if err := replaceFile(c.fs, c.path, image); err != nil {
 		return err
 	}
 	c.st.compactions.Add(1)
+	if c.vlevel >= LogAll {
+		c.logEvent("compact", nil, time.Since(now), fmt.Sprintf("entries=%d bytes=%d->%d", len(all.entries), len(buf), len(image)))
+		if evicted > 0 {
+			c.logEvent("evict", nil, 0, fmt.Sprintf("entries=%d", evicted))
+		}
+	}
 	c.st.evictions.Add(uint64(evicted))
 
 	c.mu.Lock()

@@ -153,6 +153,16 @@ func (c *Cache) lead(key, dst []byte, build BuildFunc, deadline time.Time) (int,
 
 func (c *Cache) runBuild(build BuildFunc, dst []byte) (n int, err error) {
 	c.st.builds.Add(1)
+	if c.vlevel > 0 {
+		t0 := time.Now()
+		defer func() {
+			detail := ""
+			if err != nil {
+				detail = logDetail(err)
+			}
+			c.logEvent("build", nil, time.Since(t0), detail)
+		}()
+	}
 	n, err = build(dst)
 	if err == nil && (n < 0 || n > len(dst)) {
 		err = fmt.Errorf("%w: builder returned length %d for a %d-byte buffer", ErrInvalid, n, len(dst))
@@ -207,7 +217,7 @@ func (c *Cache) leadCluster(key, dst []byte, build BuildFunc, deadline time.Time
 // without counting a miss: waiting callers poll with it.
 func (c *Cache) recheck(key, dst []byte) (int, bool, error) {
 	h := xxhash.Sum64(key)
-	if n, found, err := c.lookup(key, dst, h, -1); found {
+	if n, _, found, err := c.lookup(key, dst, h, -1); found {
 		return n, found, err
 	}
 	c.mu.Lock()
@@ -216,5 +226,8 @@ func (c *Cache) recheck(key, dst []byte) (int, bool, error) {
 	if err != nil {
 		c.reportOnce(err)
 	}
-	return c.lookup(key, dst, h, -1)
+	if n, _, found, err := c.lookup(key, dst, h, -1); found {
+		return n, found, err
+	}
+	return c.systemGet(key, dst, h, -1)
 }

@@ -55,7 +55,8 @@ const (
 	minTableSlots = 16
 
 	// Entry flags.
-	entryFromFile = 1 // read from the file rather than inserted by this handle
+	entryFromFile   = 1 // read from the file rather than inserted by this handle
+	entryFromSystem = 2 // from the read-only system tier, not in this handle's file
 )
 
 func newIndex(sizeHint int) *index {

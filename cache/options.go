@@ -86,6 +86,15 @@ type Options struct {
 	// TrustShared opens a file owned by another user, or writable by group
 	// or others, read-write. Without it such a file is opened read-only.
 	TrustShared bool
+	// SystemPath names a read-only cache, such as one shipped in a container
+	// image, asked after this handle's own file misses. Its hits are kept in
+	// memory and, with Promote, also written to the handle's own file.
+	SystemPath string
+	Promote    bool
+	// Verbose is the event log level (LogOff, LogEvents, LogAll); Log
+	// receives the lines (nil means standard error).
+	Verbose int
+	Log     io.Writer
 	// Remote is an optional tier shared across machines, asked on a local
 	// miss and written behind local inserts. The Cache closes it.
 	Remote Remote

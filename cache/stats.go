@@ -42,8 +42,8 @@ type Stats struct {
 const stripes = 64
 
 type hitStripe struct {
-	mem, file atomic.Uint64
-	_         [112]byte // keep stripes on separate 128-byte line pairs
+	mem, file, sys atomic.Uint64
+	_              [104]byte // keep stripes on separate 128-byte line pairs
 }
 
 type counters struct {
@@ -58,11 +58,14 @@ type counters struct {
 	damaged     atomic.Uint64
 }
 
-func (s *counters) hit(stripe int, fromFile bool) {
+func (s *counters) hit(stripe int, flags uint32) {
 	st := &s.hits[stripe&(stripes-1)]
-	if fromFile {
+	switch {
+	case flags&entryFromSystem != 0:
+		st.sys.Add(1)
+	case flags&entryFromFile != 0:
 		st.file.Add(1)
-	} else {
+	default:
 		st.mem.Add(1)
 	}
 }
@@ -78,8 +81,9 @@ func (c *Cache) Stats() Stats {
 	for i := range c.st.hits {
 		st.HitsMemory += c.st.hits[i].mem.Load()
 		st.HitsFile += c.st.hits[i].file.Load()
+		st.HitsSystem += c.st.hits[i].sys.Load()
 	}
-	st.Hits = st.HitsMemory + st.HitsFile
+	st.Hits = st.HitsMemory + st.HitsFile + st.HitsSystem
 	st.Misses = c.st.misses.Load()
 	st.Inserts = c.st.inserts.Load()
 	st.LockWaits = c.st.lockWaits.Load()

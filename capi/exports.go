@@ -129,6 +129,7 @@ func ccgo_open(o *C.convcache_options, out *C.uintptr_t) (rc C.int) {
 	opts.BuildTimeout = time.Duration(o.build_timeout_ms) * time.Millisecond
 	opts.MaxBytes = int64(o.max_bytes)
 	opts.MaxEntries = int64(o.max_entries)
+	opts.SystemPath = goString(o.system_path)
 	opts = config.Options(opts)
 	path := goString(o.path)
 	if path == "" && opts.Mode != cache.ModeOff {

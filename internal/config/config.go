@@ -186,7 +186,46 @@ func Options(o cache.Options) cache.Options {
 	if !o.TrustShared {
 		o.TrustShared = Bool("CONVCACHE_TRUST_SHARED", false)
 	}
+	if o.SystemPath == "" {
+		o.SystemPath = getenv("CONVCACHE_SYSTEM_PATH")
+	}
+	if !o.Promote {
+		o.Promote = Bool("CONVCACHE_PROMOTE", false)
+	}
+	if o.Verbose == 0 {
+		o.Verbose = int(Int("CONVCACHE_VERBOSE", 0, 2, 0))
+	}
+	if o.Verbose > 0 && o.Log == nil {
+		o.Log = logFile(getenv("CONVCACHE_LOG"))
+	}
 	return o
+}
+
+var (
+	logMu    sync.Mutex
+	logFiles = map[string]io.Writer{}
+)
+
+// logFile returns the writer for CONVCACHE_LOG: the named file, opened once
+// per process in append mode (so lines from many processes do not
+// interleave), or standard error.
+func logFile(path string) io.Writer {
+	if path == "" {
+		return os.Stderr
+	}
+	logMu.Lock()
+	defer logMu.Unlock()
+	if w, ok := logFiles[path]; ok {
+		return w
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		warn("CONVCACHE_LOG", path, err.Error(), "standard error")
+		logFiles[path] = os.Stderr
+		return os.Stderr
+	}
+	logFiles[path] = f
+	return f
 }
 
 // Path returns the default cache file: $CONVCACHE_PATH, else

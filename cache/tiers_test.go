@@ -1,0 +1,110 @@
+package cache_test
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/convcache/convcache/cache"
+)
+
+// The verbose log: one line per event, in the documented format.
+func TestVerboseLog(t *testing.T) {
+	e := newEnv(t)
+	var log bytes.Buffer
+	c := e.open(cache.Options{Verbose: cache.LogAll, Log: &log})
+	mustMiss(t, c, key(1))
+	mustInsert(t, c, key(1), val(1, 0))
+	mustGet(t, c, key(1), val(1, 0))
+	if _, _, err := c.GetOrCreate(key(2), make([]byte, 64), func(dst []byte) (int, error) { return copy(dst, "built"), nil }); err != nil {
+		t.Fatal(err)
+	}
+	other := e.open(cache.Options{})
+	mustInsert(t, other, key(3), val(3, 0))
+	mustGet(t, c, key(3), val(3, 0)) // read from the file: a persistent hit
+	compactor := e.open(cache.Options{Verbose: cache.LogAll, Log: &log, CompactJournal: 1})
+	if err := compactor.Save(); err != nil {
+		t.Fatal(err)
+	}
+	line := regexp.MustCompile(`^convcache,(hit|persistent_hit|system_hit|remote_hit|miss|insert|pending|build|error|lock_wait|compact|evict),[0-9a-f]{8},(-|[0-9]+:[0-9a-f]{16}),[0-9]+\.[0-9](,[^,]*)?$`)
+	var events []string
+	for _, l := range strings.Split(strings.TrimSpace(log.String()), "\n") {
+		if !line.MatchString(l) {
+			t.Fatalf("bad line %q", l)
+		}
+		events = append(events, strings.Split(l, ",")[1])
+	}
+	want := "miss insert hit miss build insert persistent_hit compact"
+	if got := strings.Join(events, " "); got != want {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+	// Level 1 leaves out compactions; off writes nothing.
+	log.Reset()
+	quiet := e.open(cache.Options{Verbose: cache.LogEvents, Log: &log, CompactJournal: 1})
+	mustInsert(t, quiet, key(9), val(9, 0))
+	quiet.Save()
+	if strings.Contains(log.String(), "compact") || !strings.Contains(log.String(), "insert") {
+		t.Fatalf("level 1: %q", log.String())
+	}
+	log.Reset()
+	silent := e.open(cache.Options{Log: &log})
+	mustGet(t, silent, key(9), val(9, 0))
+	if log.Len() != 0 {
+		t.Fatal("log written while off")
+	}
+}
+
+// The read-only system tier: asked after the user's file, its hits stay out
+// of the user's file unless promoted.
+func TestSystemTier(t *testing.T) {
+	sys := newEnv(t)
+	img := sys.open(cache.Options{Scope: "s"})
+	for i := 0; i < 10; i++ {
+		mustInsert(t, img, key(i), val(i, 100))
+	}
+	img.Close()
+
+	user := newEnv(t)
+	u := user.open(cache.Options{Scope: "s", SystemPath: sys.path})
+	mustInsert(t, u, key(0), val(0, 1)) // the user's own value wins
+	mustGet(t, u, key(0), val(0, 1))
+	mustGet(t, u, key(5), val(5, 100)) // from the system tier
+	mustGet(t, u, key(5), val(5, 100)) // again, from memory
+	mustMiss(t, u, key(50))
+	st := u.Stats()
+	if st.HitsSystem != 2 || st.HitsMemory != 1 || st.Misses != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+	if err := u.Save(); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := cache.ReadFile(user.path)
+	if len(f.Entries()) != 1 {
+		t.Fatalf("system hits copied to the user file: %d entries", len(f.Entries()))
+	}
+	// Inserting a system value explicitly does write it.
+	mustInsert(t, u, key(5), val(5, 100))
+	f, _ = cache.ReadFile(user.path)
+	if len(f.Entries()) != 2 {
+		t.Fatal("explicit insert of a system-tier value was skipped")
+	}
+	// Another scope sees nothing of the system tier's.
+	other := user.open(cache.Options{Scope: "t", SystemPath: sys.path})
+	mustMiss(t, other, key(5))
+
+	// With Promote, system hits are written to the user's file.
+	p := newEnv(t)
+	pc := p.open(cache.Options{Scope: "s", SystemPath: sys.path, Promote: true})
+	mustGet(t, pc, key(7), val(7, 100))
+	f, _ = cache.ReadFile(p.path)
+	if len(f.Entries()) != 1 {
+		t.Fatal("promote did not write the system hit")
+	}
+	// A missing system file is a warning, not an error.
+	w := newEnv(t)
+	w.open(cache.Options{SystemPath: "/nonexistent/system.ccdb"})
+	if !strings.Contains(w.warnings(), "system tier") {
+		t.Fatalf("no warning: %q", w.warnings())
+	}
+}
