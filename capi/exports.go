@@ -131,6 +131,7 @@ func ccgo_open(o *C.convcache_options, out *C.uintptr_t) (rc C.int) {
 	opts.MaxEntries = int64(o.max_entries)
 	opts.SystemPath = goString(o.system_path)
 	opts = config.Options(opts)
+	opts.Remote = openRemote(o, opts.Mode) // capi/remote.go; nil if none or unusable
 	path := goString(o.path)
 	if path == "" && opts.Mode != cache.ModeOff {
 		p, err := config.Path()

@@ -200,25 +200,28 @@ func parseURL(s string) (*redis.Options, string, error) {
 	s = strings.TrimSpace(s)
 	u, err := url.Parse(s)
 	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // without the URL, which may hold a password
+		}
 		return nil, "", fmt.Errorf("%w: %v", ErrURL, err)
 	}
-	display := u.Redacted()
 	if u.Scheme != "redis" && u.Scheme != "rediss" {
-		return nil, "", fmt.Errorf("%w: %q: the scheme must be redis:// or rediss:// (TLS)", ErrURL, display)
+		return nil, "", fmt.Errorf("%w: the scheme must be redis:// or rediss:// (TLS)", ErrURL)
 	}
 	if u.Hostname() == "" {
-		return nil, "", fmt.Errorf("%w: %q has no host", ErrURL, display)
+		return nil, "", fmt.Errorf("%w: no host", ErrURL)
 	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return nil, "", fmt.Errorf("%w: %q: bad port", ErrURL, display)
+			return nil, "", fmt.Errorf("%w: bad port %q", ErrURL, p)
 		}
 	}
 	ro, err := redis.ParseURL(s)
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: %q: %v", ErrURL, display, strings.TrimPrefix(err.Error(), "redis: "))
+		return nil, "", fmt.Errorf("%w: %v", ErrURL, strings.TrimPrefix(err.Error(), "redis: "))
 	}
-	return ro, display, nil
+	return ro, u.Redacted(), nil
 }
 
 // String returns the server's URL without its password.

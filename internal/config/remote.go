@@ -1,7 +1,7 @@
 package config
 
 import (
-	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -71,25 +71,22 @@ func parseTTL(v string) (time.Duration, bool) {
 // (a bad URL, a bad option): the cache goes on with its local file only.
 // name is where the value came from, such as CONVCACHE_REMOTE.
 func WarnRemote(name, value string, err error) {
-	why := strings.TrimPrefix(err.Error(), "remote: ")
-	if u, perr := redactURL(value); perr == nil {
-		value = u
-	} else {
-		value = "(unparsable URL)"
-	}
-	warn(name, value, fmt.Sprint(why), "the local cache only")
+	warn(name, redactURL(value), strings.TrimPrefix(err.Error(), "remote: "), "the local cache only")
+}
+
+// WarnOption prints one warning for a nonsense option value, in the same
+// form as for an environment variable.
+func WarnOption(name, value, why, def string) {
+	warn(name, value, why, def)
 }
 
 // redactURL masks a password in value, which may not be a valid URL.
-func redactURL(value string) (string, error) {
-	at := strings.LastIndex(value, "@")
-	scheme := strings.Index(value, "://")
-	if at < 0 || scheme < 0 || at < scheme {
-		return value, nil
+func redactURL(v string) string {
+	if u, err := url.Parse(v); err == nil {
+		return u.Redacted()
 	}
-	userinfo := value[scheme+3 : at]
-	if user, _, ok := strings.Cut(userinfo, ":"); ok {
-		return value[:scheme+3] + user + ":xxxxx" + value[at:], nil
+	if i, j := strings.Index(v, "://"), strings.LastIndex(v, "@"); i >= 0 && j > i {
+		return v[:i+3] + "xxxxx" + v[j:]
 	}
-	return value, nil
+	return v
 }
