@@ -1,0 +1,116 @@
+// Command convcache shows, checks and maintains convcache files: the cache
+// that libconvcache.so keeps of cuDNN benchmark results, shared by every
+// thread and process that uses it.
+//
+// Usage:
+//
+//	convcache stats   [PATH] [--json]
+//	convcache ls      [PATH] [--scope S]... [--json]
+//	convcache dump    [PATH] [--scope S]... [--json]
+//	convcache verify  [PATH] [--strict] [--json]
+//	convcache compact [PATH] [--lock-timeout D]
+//	convcache prune   [PATH] [--scope S]... [--keep-scope S]... [--older-than D]
+//	                  [--max-bytes N] [--dry-run] [--lock-timeout D]
+//	convcache merge   A B... -o OUT [--scope S]...
+//	convcache export  [PATH] [--scope S]... -o FILE
+//	convcache import  [--cache PATH] [--scope S]... [--lock-timeout D] FILE...
+//	convcache scope   [--device N] [--json]
+//
+// PATH defaults to the default cache file: $CONVCACHE_PATH, else
+// $XDG_CACHE_HOME/convcache/cache.ccdb, else ~/.cache/convcache/cache.ccdb.
+// Flags may come before or after PATH. A scope S is a scope name, "current"
+// (this machine's: $CONVCACHE_SCOPE, else the fingerprint of each CUDA
+// device), or "#" and the 16 hex digits of a scope's hash as stats prints it.
+//
+// # Commands
+//
+// stats summarises a cache file: entries, bytes and last use per scope, the
+// file's size split into the compacted snapshot and the journal appended
+// since, the time of the last compaction (when the file was written), the
+// file system (with a warning on a network file system), damage (a torn
+// tail, a warning, apart from corrupt records), the mode and bounds the
+// environment sets (CONVCACHE_MODE, CONVCACHE_MAX_BYTES,
+// CONVCACHE_MAX_ENTRIES), the read-only system tier named by
+// CONVCACHE_SYSTEM_PATH, and whether the remote tier named by
+// CONVCACHE_REMOTE answers (one read-only lookup, bounded by
+// CONVCACHE_REMOTE_TIMEOUT_MS, default 1 s here). A cache file that does not
+// exist yet is reported as such, not as an error.
+//
+// ls lists entries, one line each, grouped by scope. Keys and values of the
+// layouts convcache knows are decoded through package cudnn: PyTorch's
+// ConvolutionParams (104 bytes), the same behind a BenchmarkCache name as
+// convcache.hpp stores it ("fwd", "bwd_data", "bwd_filter" name the
+// direction), and the LD_PRELOAD interposer's find keys; values are cuDNN
+// perf structs. For example:
+//
+//	fwd float NCHW 32x64x56x56 * 64x64x3x3 pad 1 stride 1 -> IMPLICIT_PRECOMP_GEMM 0.12 ms ws 0 B
+//
+// Anything else is shown in hex. dump adds the insert and last-use times and
+// a hex dump of every key and value. With --json both print an array of
+// objects (scope, scope_hash, layout, op, key, value, time_ms, key_bytes,
+// value_bytes, inserted, used; dump adds key_hex, value_hex and the decoded
+// fields).
+//
+// verify reads every record and checks its CRC-32C, the header and the
+// file's structure, and prints each damaged range with its offset. A torn
+// tail (a last record cut short) is a warning, not damage: it is what a
+// writer killed mid-append leaves, or what a writer appending at this moment
+// looks like; it loses nothing that was acknowledged, and the next writer
+// removes it. --strict counts it as damage too. compact drops damage.
+//
+// compact rewrites the file as a snapshot holding every entry, under the
+// cache's lock, and publishes it by rename: processes using the file carry
+// on and pick the new file up on their next miss. Damaged records and torn
+// tails are dropped. Nothing is evicted (that is prune's job).
+//
+// prune removes entries under the lock, and prints each one with the reason.
+// --scope S limits it to scope S (alone, it removes that scope);
+// --keep-scope S removes every other scope (--keep-scope current keeps this
+// machine's); --older-than D removes entries not used for D (90m, 36h, 30d,
+// 2w; use is recorded when a process saves or closes); --max-bytes N then
+// evicts the least recently used entries until the rest take at most N bytes
+// (512M, 2G), counting keys, values and 16 bytes per entry as
+// CONVCACHE_MAX_BYTES does. --dry-run only prints.
+//
+// merge combines cache files into a new file OUT, which must not exist.
+// Where two files hold different values for one key of one scope, the value
+// with the faster measured time is kept when both are decoded cuDNN perf
+// results, and the entry inserted later otherwise. Each conflict is printed
+// with both values and the reason.
+//
+// export writes the entries of the chosen scopes (default: all) to a new
+// bundle. A bundle is a cache file: zstd-compressed snapshot chunks, each
+// with its checksum, scope names included. So a bundle can be verified,
+// listed and merged like any cache, and shipped in a container image as the
+// read-only system tier (CONVCACHE_SYSTEM_PATH) without importing it.
+//
+// import merges bundles (or any cache files) into the live cache, by the
+// same rules as merge, while other processes use it: it holds the cache's
+// lock while it merges and publishes the result by rename, so no append is
+// lost and no reader sees a partial file. The cache file is created if
+// missing.
+//
+// scope prints this machine's fingerprint (the scope its results are stored
+// under) for each CUDA device, or why there is none. --device N prints only
+// device N's scope string, as the library computes it, for scripts.
+//
+// merge, import and verify show a progress bar on standard error when it is
+// a terminal, and nothing otherwise.
+//
+// # Exit codes
+//
+//	0  success
+//	1  damage found: verify found corrupt records or a bad structure, or a
+//	   file's header is damaged
+//	2  usage: a bad flag or argument, a scope with no entries to export,
+//	   an output file that already exists
+//	3  I/O or format error: a file could not be read or written, or is not a
+//	   convcache file (or is of a newer format version)
+//	4  no device fingerprint: scope (or a --scope/--keep-scope current)
+//	   found no CUDA driver, device or cuDNN, and CONVCACHE_SCOPE is not set
+//	5  the cache's lock was not free within --lock-timeout (default
+//	   $CONVCACHE_LOCK_TIMEOUT_MS, 5 s): another process holds it; retry
+//
+// Every error is one line on standard error that names the file and says
+// what to do.
+package main

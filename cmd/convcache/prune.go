@@ -1,0 +1,191 @@
+package main
+
+import (
+	"bufio"
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/convcache/convcache/cache"
+	"github.com/convcache/convcache/internal/config"
+)
+
+// pruneRules say which entries prune removes.
+type pruneRules struct {
+	only      *scopeFilter  // prune only these scopes (nil: every scope)
+	keep      *scopeFilter  // remove the scopes not in it (nil: no such rule)
+	olderThan time.Duration // remove entries unused for longer (0: no such rule)
+	maxBytes  int64         // then evict LRU until the selected entries fit (-1: no such rule)
+}
+
+type removal struct {
+	e      cache.Entry
+	reason string
+}
+
+// entryBytes is what an entry counts against --max-bytes, as against
+// CONVCACHE_MAX_BYTES: its key and value and 16 bytes of bookkeeping.
+func entryBytes(e cache.Entry) int64 { return int64(len(e.Key)+len(e.Value)) + 16 }
+
+// prune applies the rules to in and returns what stays and what goes.
+func (r *pruneRules) prune(in []cache.Entry, now time.Time) ([]cache.Entry, []removal) {
+	var out []cache.Entry
+	var gone []removal
+	var cand []cache.Entry // selected entries that survive the other rules
+	var selBytes int64
+	for _, e := range in {
+		if !r.only.match(e.ScopeHash) {
+			out = append(out, e)
+			continue
+		}
+		switch {
+		case r.keep == nil && r.olderThan == 0 && r.maxBytes < 0:
+			gone = append(gone, removal{e, "its scope was named with --scope"})
+		case r.keep != nil && !r.keep.match(e.ScopeHash):
+			gone = append(gone, removal{e, "its scope is not kept (--keep-scope)"})
+		case r.olderThan > 0 && now.Sub(e.Used) > r.olderThan:
+			gone = append(gone, removal{e, "last used " + ageText(now, e.Used)})
+		default:
+			cand = append(cand, e)
+			selBytes += entryBytes(e)
+		}
+	}
+	if r.maxBytes >= 0 && selBytes > r.maxBytes {
+		slices.SortStableFunc(cand, func(a, b cache.Entry) int {
+			return cmp.Or(a.Used.Compare(b.Used), a.Inserted.Compare(b.Inserted))
+		})
+		i := 0
+		for ; i < len(cand) && selBytes > r.maxBytes; i++ {
+			selBytes -= entryBytes(cand[i])
+			gone = append(gone, removal{cand[i], "least recently used (" + ageText(now, cand[i].Used) + ") beyond --max-bytes"})
+		}
+		cand = cand[i:]
+	}
+	return append(out, cand...), gone
+}
+
+var errNothingToPrune = errors.New("nothing to prune")
+
+func runPrune(e *env, args []string) error {
+	fl := newFlags(e, "prune")
+	var only, keep strList
+	fl.Var(&only, "scope", "prune only this scope: a name, current, or #HASH (repeatable); alone, removes the scope")
+	fl.Var(&keep, "keep-scope", "remove every scope but this one: a name, current (this machine's), or #HASH (repeatable)")
+	older := fl.String("older-than", "", "remove entries not used for this long: 90m, 36h, 30d, 2w")
+	maxBytes := fl.String("max-bytes", "", "evict the least recently used entries until the rest take at most this many bytes: 512M, 2G")
+	dry := fl.Bool("dry-run", false, "print what would be removed; change nothing")
+	timeout := lockTimeout(fl)
+	pos, err := parse(fl, args)
+	if err != nil {
+		return err
+	}
+	path, err := cachePath(fl, pos)
+	if err != nil {
+		return err
+	}
+	r := pruneRules{maxBytes: -1}
+	if *older != "" {
+		if r.olderThan, err = parseAge(*older); err != nil || r.olderThan == 0 {
+			return usageErr("--older-than %q: give a positive duration such as 90m, 36h, 30d or 2w", *older)
+		}
+	}
+	if *maxBytes != "" {
+		n, ok := config.ParseBytes(*maxBytes)
+		if !ok {
+			return usageErr("--max-bytes %q: give a size such as 1048576, 512M or 2G", *maxBytes)
+		}
+		r.maxBytes = n
+	}
+	if len(only) == 0 && len(keep) == 0 && r.olderThan == 0 && r.maxBytes < 0 {
+		return usageErr("say what to prune: --scope, --keep-scope, --older-than or --max-bytes (see convcache prune -h)")
+	}
+	if r.only, err = newScopeFilter(only); err != nil {
+		return err
+	}
+	if r.keep, err = newScopeFilter(keep); err != nil {
+		return err
+	}
+
+	now := time.Now()
+	var gone []removal
+	var left int
+	if *dry {
+		f, err := e.readCache(path, "reading "+path)
+		if err != nil {
+			return err
+		}
+		var rest []cache.Entry
+		rest, gone = r.prune(f.Entries(), now)
+		left = len(rest)
+	} else {
+		if _, err := e.readCache(path, "reading "+path); err != nil {
+			return err // a clear message for a missing or foreign file
+		}
+		err = cache.Rewrite(path, *timeout, func(in []cache.Entry) ([]cache.Entry, error) {
+			rest, g := r.prune(in, now)
+			gone, left = g, len(rest)
+			if len(g) == 0 {
+				return nil, errNothingToPrune
+			}
+			return rest, nil
+		})
+		if err != nil && !errors.Is(err, errNothingToPrune) {
+			return err
+		}
+	}
+	w := bufio.NewWriter(e.stdout)
+	defer w.Flush()
+	verb := "removed"
+	if *dry {
+		verb = "would remove"
+	}
+	var bytes int64
+	for _, g := range gone {
+		d := describe(g.e.Key, g.e.Value, lsHexMax)
+		bytes += entryBytes(g.e)
+		fmt.Fprintf(w, "%s: scope %s: %s (%s)\n", verb, scopeLabel(g.e.Scope, g.e.ScopeHash), d.line(), g.reason)
+	}
+	if len(gone) == 0 {
+		fmt.Fprintf(w, "%s: nothing to prune; %d entries unchanged\n", path, left)
+		return nil
+	}
+	fmt.Fprintf(w, "%s: %s %d entries (%s), %d left\n", path, verb, len(gone), bytesText(bytes), left)
+	return nil
+}
+
+func runCompact(e *env, args []string) error {
+	fl := newFlags(e, "compact")
+	timeout := lockTimeout(fl)
+	pos, err := parse(fl, args)
+	if err != nil {
+		return err
+	}
+	path, err := cachePath(fl, pos)
+	if err != nil {
+		return err
+	}
+	before, err := e.readCache(path, "reading "+path)
+	if err != nil {
+		return err
+	}
+	if err := cache.Rewrite(path, *timeout, func(in []cache.Entry) ([]cache.Entry, error) { return in, nil }); err != nil {
+		return err
+	}
+	after, err := cache.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var damaged int64
+	for _, d := range before.Damage {
+		damaged += d.Length
+	}
+	fmt.Fprintf(e.stdout, "compacted %s: %s -> %s; %d entries in %d scope(s)", path, bytesText(before.Size), bytesText(after.Size),
+		len(after.Entries()), len(after.Scopes()))
+	if damaged > 0 {
+		fmt.Fprintf(e.stdout, "; dropped %s of damaged records", bytesText(damaged))
+	}
+	fmt.Fprintln(e.stdout)
+	return nil
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/convcache/convcache/cache"
+	"github.com/convcache/convcache/cudnn"
+	"github.com/convcache/convcache/internal/config"
+)
+
+type deviceJSON struct {
+	Ordinal int    `json:"ordinal"`
+	Name    string `json:"name"`
+	CC      string `json:"compute_capability"`
+	SMs     int    `json:"sms"`
+	Driver  int    `json:"driver"`
+	CuDNN   uint64 `json:"cudnn"`
+	Cudart  uint64 `json:"cudart"`
+	Scope   string `json:"scope"`
+	Hash    string `json:"scope_hash"`
+}
+
+type scopeJSON struct {
+	Override string       `json:"override,omitempty"` // CONVCACHE_SCOPE
+	Devices  []deviceJSON `json:"devices"`
+	Error    string       `json:"error,omitempty"`
+	Warning  string       `json:"warning,omitempty"`
+}
+
+func runScope(e *env, args []string) error {
+	fl := newFlags(e, "scope")
+	asJSON := fl.Bool("json", false, "print JSON")
+	device := fl.Int("device", -1, "print only this device's scope string, nothing else")
+	pos, err := parse(fl, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageErr("unexpected arguments %q (see convcache scope -h)", pos)
+	}
+	r := scopeJSON{Devices: []deviceJSON{}}
+	if s, _ := config.LookupEnv("CONVCACHE_SCOPE"); s != "" {
+		r.Override = s
+	}
+	if *device >= 0 {
+		// One device, as the library computes it (CONVCACHE_SCOPE included).
+		s, err := cudnn.Scope(*device)
+		if err != nil {
+			return noDevice(err)
+		}
+		fmt.Fprintln(e.stdout, s)
+		return nil
+	}
+	devs, partial, err := probeDevices()
+	if err != nil && r.Override == "" {
+		if *asJSON {
+			r.Error = noDevice(err).Error()
+			writeJSON(e.stdout, r)
+		}
+		return noDevice(err)
+	}
+	tag, _ := config.LookupEnv("CONVCACHE_TAG")
+	for _, d := range devs {
+		s := d.Scope(tag)
+		if r.Override != "" {
+			s = r.Override
+		}
+		r.Devices = append(r.Devices, deviceJSON{
+			Ordinal: d.Ordinal, Name: d.Name, CC: fmt.Sprintf("%d.%d", d.Major, d.Minor), SMs: d.SMs,
+			Driver: d.Driver, CuDNN: d.CuDNN, Cudart: d.Cudart, Scope: s, Hash: hashText(cache.ScopeHash(s)),
+		})
+	}
+	if partial != nil {
+		r.Warning = partial.Error()
+	}
+	if *asJSON {
+		return writeJSON(e.stdout, r)
+	}
+	w := e.stdout
+	if r.Override != "" {
+		fmt.Fprintf(w, "CONVCACHE_SCOPE overrides the fingerprint of every device:\n  scope %s\n", r.Override)
+		if len(devs) == 0 {
+			fmt.Fprintf(w, "(no device could be read: %v)\n", err)
+		}
+	}
+	for _, d := range r.Devices {
+		fmt.Fprintf(w, "device %d: %s (compute %s, %d SMs), CUDA driver %d, cuDNN %d (for CUDA %d)\n  scope %s\n",
+			d.Ordinal, d.Name, d.CC, d.SMs, d.Driver, d.CuDNN, d.Cudart, d.Scope)
+	}
+	if partial != nil {
+		fmt.Fprintf(e.stderr, "convcache scope: warning: %v\n", partial)
+	}
+	return nil
+}
+
+// noDevice explains a missing fingerprint and what to do; it exits with
+// exitNoDevice.
+func noDevice(err error) error {
+	return &exitErr{exitNoDevice, fmt.Errorf("no device fingerprint on this machine: %s; "+
+		"on a GPU machine, check the NVIDIA driver (libcuda.so.1) and cuDNN (libcudnn.so.9) are installed, "+
+		"or point CONVCACHE_CUDA_LIBRARY and CONVCACHE_CUDNN_LIBRARY at them; elsewhere set CONVCACHE_SCOPE to name the environment",
+		message(err))}
+}

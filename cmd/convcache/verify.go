@@ -1,0 +1,119 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/convcache/convcache/cache"
+)
+
+type verifyReport struct {
+	Path     string         `json:"path"`
+	OK       bool           `json:"ok"`
+	Size     int64          `json:"size"`
+	Records  int            `json:"records"`
+	Entries  int            `json:"entries"`
+	Scopes   int            `json:"scopes"`
+	Header   string         `json:"header_error,omitempty"`
+	Corrupt  []damageReport `json:"corrupt"`
+	TornTail *damageReport  `json:"torn_tail"`
+	Problems []string       `json:"problems"`
+	Warnings []string       `json:"warnings"`
+}
+
+func runVerify(e *env, args []string) error {
+	fl := newFlags(e, "verify")
+	asJSON := fl.Bool("json", false, "print JSON")
+	strict := fl.Bool("strict", false, "count a torn tail as damage too")
+	pos, err := parse(fl, args)
+	if err != nil {
+		return err
+	}
+	path, err := cachePath(fl, pos)
+	if err != nil {
+		return err
+	}
+	r := verifyReport{Path: path, Corrupt: []damageReport{}, Problems: []string{}, Warnings: []string{}}
+	f, err := e.readCache(path, "verifying")
+	switch {
+	case errors.Is(err, cache.ErrCorrupt):
+		// The header itself is damaged: nothing after it can be trusted.
+		r.Header = message(err)
+		r.Problems = append(r.Problems, fmt.Sprintf("%s: header damaged at offset 0: %s", path, r.Header))
+	case err != nil:
+		return err
+	default:
+		checkFile(&r, f, *strict)
+	}
+	r.OK = len(r.Problems) == 0
+	if *asJSON {
+		if err := writeJSON(e.stdout, r); err != nil {
+			return err
+		}
+	} else {
+		printVerify(e, &r)
+	}
+	if !r.OK {
+		return quietErr{exitDamage}
+	}
+	return nil
+}
+
+func checkFile(r *verifyReport, f *cache.File, strict bool) {
+	r.Size, r.Records = f.Size, f.Frames
+	for _, d := range f.Damage {
+		dr := damageReport{d.Offset, d.Length}
+		if d.Tail {
+			r.TornTail = &dr
+			msg := fmt.Sprintf("%s: torn tail at offset %d (0x%x), %d bytes: an append cut short by a crash, or still being written", r.Path, d.Offset, d.Offset, d.Length)
+			if strict {
+				r.Problems = append(r.Problems, msg)
+			} else {
+				r.Warnings = append(r.Warnings, msg+"; it loses nothing acknowledged and the next writer removes it")
+			}
+			continue
+		}
+		r.Corrupt = append(r.Corrupt, dr)
+		r.Problems = append(r.Problems, fmt.Sprintf("%s: corrupt record at offset %d (0x%x), %d bytes: bad checksum, sync word or length", r.Path, d.Offset, d.Offset, d.Length))
+	}
+	scopes := f.Scopes()
+	r.Scopes = len(scopes)
+	for _, s := range scopes {
+		r.Entries += s.Entries
+		if s.Name == "" {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("%s: scope %s (%d entries) is never named in the file", r.Path, hashText(s.Hash), s.Entries))
+		} else if cache.ScopeHash(s.Name) != s.Hash {
+			r.Problems = append(r.Problems, fmt.Sprintf("%s: scope %q is recorded under hash %s, but its name hashes to %s", r.Path, s.Name, hashText(s.Hash), hashText(cache.ScopeHash(s.Name))))
+		}
+	}
+	for _, en := range f.Entries() {
+		if len(en.Key) == 0 || len(en.Key) > cache.MaxKeySize || len(en.Value) > cache.MaxValueSize {
+			r.Problems = append(r.Problems, fmt.Sprintf("%s: an entry of scope %s has a %d-byte key and a %d-byte value, outside the limits (%d, %d)",
+				r.Path, scopeLabel(en.Scope, en.ScopeHash), len(en.Key), len(en.Value), cache.MaxKeySize, cache.MaxValueSize))
+		}
+	}
+}
+
+func printVerify(e *env, r *verifyReport) {
+	w := e.stdout
+	for _, p := range r.Problems {
+		fmt.Fprintf(w, "damage: %s\n", p)
+	}
+	for _, x := range r.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", x)
+	}
+	switch {
+	case r.Header != "":
+		fmt.Fprintf(w, "%s: FAILED: the header is damaged; the file cannot be used: move it aside and the next job starts a new one\n", r.Path)
+	case !r.OK:
+		var lost int64
+		for _, d := range r.Corrupt {
+			lost += d.Length
+		}
+		fmt.Fprintf(w, "%s: FAILED: %d problem(s), %s of damaged records; %d entries in %d scope(s) are intact.\n"+
+			"Run convcache compact %s to drop the damage (the entries it held are measured again).\n",
+			r.Path, len(r.Problems), bytesText(lost), r.Entries, r.Scopes, r.Path)
+	default:
+		fmt.Fprintf(w, "%s: ok: %d records, %d entries in %d scope(s), %s\n", r.Path, r.Records, r.Entries, r.Scopes, bytesText(r.Size))
+	}
+}
