@@ -2,33 +2,25 @@ package cudnn_test
 
 import (
 	"bytes"
+	"os"
 	"testing"
 
 	"github.com/convcache/convcache/cudnn"
 )
 
-// A cudnnFindConvolutionForwardAlgorithmEx key: NCHW float 32x64x56x56,
-// 3x3 filter, pad 1, cross-correlation, tensor-op math, 8 requested, 1 MiB
-// workspace.
-const fwdExKey = `
-63636631 01 01 0000   # "ccf1", forward, Ex, reserved
-08000000              # requested 8
-0000100000000000      # workspace 1 MiB
-00000000 04000000     # x: float, 4 dims
-20000000 40000000 38000000 38000000  # dims
-00100300 400c0000 38000000 01000000  # strides 200704 3136 56 1
-00000000 00000000 04000000           # w: float, NCHW, 4 dims
-40000000 40000000 03000000 03000000  # dims
-02000000 01000000 01000000           # conv: 2 spatial dims, pad 1 1
-01000000 01000000 01000000 01000000  # stride 1 1, dilation 1 1
-01000000 00000000 01000000 01000000 00000000 # xcorr, compute float, tensor-op, groups 1, reorder 0
-00000000 04000000                    # y: float, 4 dims
-20000000 40000000 38000000 38000000
-00100300 400c0000 38000000 01000000
-`
+// fwdExKey reads the key of testdata/fwd_ex_key.txt, which the C
+// interposer's test also checks against what it builds.
+func fwdExKey(t testing.TB) []byte {
+	t.Helper()
+	text, err := os.ReadFile("testdata/fwd_ex_key.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hexBytes(t, string(text))
+}
 
 func TestFindKeyKnownAnswer(t *testing.T) {
-	b := hexBytes(t, fwdExKey)
+	b := fwdExKey(t)
 	k, ok := cudnn.DecodeFindKey(b)
 	if !ok {
 		t.Fatal("DecodeFindKey rejected a valid key")
@@ -36,7 +28,7 @@ func TestFindKeyKnownAnswer(t *testing.T) {
 	nchw := cudnn.Tensor{DataType: 0, Dims: []int32{32, 64, 56, 56}, Strides: []int32{200704, 3136, 56, 1}}
 	if k.Op != cudnn.Forward || !k.Ex || k.Requested != 8 || k.Workspace != 1<<20 ||
 		k.Filter.Format != 0 || len(k.Filter.Dims) != 4 || k.Filter.Dims[2] != 3 ||
-		k.Conv.Mode != 1 || k.Conv.MathType != 1 || k.Conv.Groups != 1 || k.Conv.Pad[1] != 1 ||
+		k.Conv.Mode != 1 || k.Conv.MathType != 0 || k.Conv.Groups != 1 || k.Conv.Pad[1] != 1 ||
 		k.Tensors[0].String() != nchw.String() || k.Tensors[1].String() != nchw.String() {
 		t.Fatalf("decoded %+v", k)
 	}
@@ -45,7 +37,7 @@ func TestFindKeyKnownAnswer(t *testing.T) {
 	}
 	want := "fwd-ex x float 32x64x56x56 (strides 200704,3136,56,1) w float NCHW 64x64x3x3 " +
 		"y float 32x64x56x56 (strides 200704,3136,56,1) pad 1 stride 1 dil 1 xcorr compute float " +
-		"math tensor-op groups 1 req 8 ws 1.0 MiB"
+		"math default groups 1 req 8 ws 1.0 MiB"
 	if got := k.String(); got != want {
 		t.Fatalf("String = %q\nwant       %q", got, want)
 	}
@@ -67,7 +59,7 @@ func TestFindKeyRoundTrip(t *testing.T) {
 }
 
 func TestDecodeFindKeyRejects(t *testing.T) {
-	good := hexBytes(t, fwdExKey)
+	good := fwdExKey(t)
 	cases := map[string]func([]byte) []byte{
 		"empty":         func([]byte) []byte { return nil },
 		"magic":         func(b []byte) []byte { b[3] = '2'; return b },
@@ -89,7 +81,7 @@ func TestDecodeFindKeyRejects(t *testing.T) {
 }
 
 func FuzzDecodeFindKey(f *testing.F) {
-	f.Add(hexBytes(f, fwdExKey))
+	f.Add(fwdExKey(f))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		k, ok := cudnn.DecodeFindKey(b)
 		if !ok {

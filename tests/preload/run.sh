@@ -1,0 +1,157 @@
+#!/bin/sh
+# Tests of the LD_PRELOAD interposer (build/libconvcache_preload.so) and of
+# convcache_cudnn_scope, against the stand-in cuDNN and CUDA driver in
+# build/tests/preload. No GPU needed. Usage: sh tests/preload/run.sh [BUILD]
+# (make cudnn-test builds everything first.)
+set -u
+
+B=$(cd "${1:-build}" && pwd)
+S=$B/tests/preload
+PRELOAD=$B/libconvcache_preload.so
+PROG=$S/preload_prog
+KEYFILE=$(cd "$(dirname "$0")/../.." && pwd)/cudnn/testdata/fwd_ex_key.txt
+T=$(mktemp -d "${TMPDIR:-/tmp}/convcache-preload.XXXXXX") || exit 1
+trap 'rm -rf "$T"' EXIT INT TERM
+
+unset CONVCACHE_SCOPE CONVCACHE_TAG CONVCACHE_MODE CONVCACHE_DISABLE CONVCACHE_PRELOAD_LOG \
+    CONVCACHE_CUDA_LIBRARY CONVCACHE_CUDNN_LIBRARY CONVCACHE_SYSTEM_PATH CONVCACHE_REMOTE \
+    STANDIN_FIND_STATUS STANDIN_BAD_ALGO STANDIN_DRIVER_VERSION STANDIN_CUDNN_VERSION
+fails=0
+n=0
+ok() { echo "ok   $*"; }
+bad() { echo "FAIL $*" >&2; fails=$((fails + 1)); }
+# fresh: a new, empty cache file for the next test.
+fresh() { n=$((n + 1)); export CONVCACHE_PATH="$T/cache$n/cache.ccdb"; }
+# pre: run under the interposer, bounded so that a hang fails instead.
+pre() { LD_PRELOAD=$PRELOAD timeout 120 "$@"; }
+# finds FILE: the number of find calls that reached the stand-in cuDNN.
+finds() { sed -n 's/^finds //p' "$1"; }
+# expect_finds NAME WANT OUTFILE RESULTS [BASELINE]
+expect_finds() {
+    got=$(finds "$3")
+    if [ "$got" != "$2" ]; then
+        bad "$1: $got find calls reached cuDNN, want $2"
+    elif [ $# -ge 5 ] && ! cmp -s "$4" "$5"; then
+        bad "$1: results differ from $5"
+    else
+        ok "$1 ($got finds)"
+    fi
+}
+
+# ---- 1. A second run reaches cuDNN's find zero times, with identical results.
+fresh
+timeout 60 "$PROG" run "$T/base.txt" >"$T/o" || bad "baseline run failed"
+expect_finds "baseline without the interposer" 18 "$T/o" "$T/base.txt" "$T/base.txt"
+pre "$PROG" run "$T/r1.txt" >"$T/o" || bad "first run failed"
+expect_finds "first run under LD_PRELOAD misses, same results" 18 "$T/o" "$T/r1.txt" "$T/base.txt"
+pre "$PROG" run "$T/r2.txt" >"$T/o" || bad "second run failed"
+expect_finds "second run under LD_PRELOAD hits, same results" 0 "$T/o" "$T/r2.txt" "$T/base.txt"
+
+# The key layout matches cudnn/testdata/fwd_ex_key.txt, which the Go codec
+# decodes (cudnn/findkey_test.go).
+want=$(sed 's/#.*//' "$KEYFILE" | tr -d ' \n')
+fresh
+CONVCACHE_PRELOAD_LOG=1 pre "$PROG" run "$T/r.txt" >"$T/o" 2>"$T/log"
+got=$(sed -n 's/^convcache-preload: fwd-ex miss device 0 key //p' "$T/log" | head -n 1)
+if [ -n "$got" ] && [ "$got" = "$want" ]; then ok "the C key equals the documented layout"
+else bad "the fwd-ex key differs from cudnn/testdata/fwd_ex_key.txt:
+  got  $got
+  want $want"; fi
+
+# ---- 2. The scope: another device, driver, cuDNN or tag misses.
+fresh
+pre "$PROG" run "$T/r.txt" >"$T/o"
+expect_finds "device 0 (default stream) fills the cache" 18 "$T/o"
+pre "$PROG" run "$T/r.txt" 1 >"$T/o"
+expect_finds "a handle on device 1 (another model) misses" 18 "$T/o" "$T/r.txt" "$T/base.txt"
+pre "$PROG" run "$T/r.txt" 1 >"$T/o"
+expect_finds "device 1 again hits" 0 "$T/o" "$T/r.txt" "$T/base.txt"
+pre "$PROG" run "$T/r.txt" 0 >"$T/o"
+expect_finds "a stream on device 0 hits device 0's entries" 0 "$T/o"
+STANDIN_DRIVER_VERSION=13010 pre "$PROG" run "$T/r.txt" >"$T/o"
+expect_finds "another driver version misses" 18 "$T/o"
+STANDIN_CUDNN_VERSION=91400 pre "$PROG" run "$T/r.txt" >"$T/o"
+expect_finds "another cuDNN version misses" 18 "$T/o"
+CONVCACHE_TAG=torch-2.9 pre "$PROG" run "$T/r.txt" >"$T/o"
+expect_finds "CONVCACHE_TAG misses" 18 "$T/o"
+CONVCACHE_TAG=torch-2.9 pre "$PROG" run "$T/r.txt" >"$T/o"
+expect_finds "CONVCACHE_TAG again hits" 0 "$T/o"
+CONVCACHE_SCOPE=manual pre "$PROG" run "$T/r.txt" >"$T/o"
+expect_finds "CONVCACHE_SCOPE misses" 18 "$T/o"
+CONVCACHE_SCOPE=manual pre "$PROG" run "$T/r.txt" 1 >"$T/o"
+expect_finds "CONVCACHE_SCOPE covers every device" 0 "$T/o"
+
+# ---- 3. One field at a time, Ex workspace, failures, damaged entries,
+# fork, threads.
+for mode in vary status keys fork fork-early flight; do
+    fresh
+    if pre "$PROG" "$mode" >"$T/o" 2>"$T/err"; then ok "preload_prog $mode"
+    else bad "preload_prog $mode:"; cat "$T/err" >&2; fi
+done
+
+# ---- 4. No Go runtime in a process that never calls cuDNN's find.
+fresh
+line=$("$PROG" nogo)
+[ "$line" = "threads 1 libconvcache 0 preload 0 loads 0" ] && ok "without LD_PRELOAD: $line" ||
+    bad "without LD_PRELOAD: $line"
+line=$(pre "$PROG" nogo)
+[ "$line" = "threads 1 libconvcache 0 preload 1 loads 0" ] &&
+    ok "under LD_PRELOAD, no find call: $line" || bad "under LD_PRELOAD, no find call: $line"
+line=$(pre "$PROG" nogo call)
+case $line in
+"threads 1 "*) bad "the thread check cannot see a Go runtime: $line" ;;
+*"libconvcache 1 preload 1 loads 1") ok "the same check sees Go after one find call: $line" ;;
+*) bad "after one find call: $line" ;;
+esac
+for cmd in /bin/true "/bin/sh -c exit" "/bin/ls /"; do
+    LD_DEBUG=files LD_PRELOAD=$PRELOAD $cmd >/dev/null 2>"$T/ld"
+    if ! grep -q 'libconvcache_preload\.so' "$T/ld"; then bad "$cmd: LD_DEBUG shows no interposer"
+    elif grep -q 'libconvcache\.so' "$T/ld"; then bad "$cmd under LD_PRELOAD loaded libconvcache.so"
+    else ok "$cmd under LD_PRELOAD never loads libconvcache.so (LD_DEBUG=files)"; fi
+done
+
+# ---- 5. Fail open: no libconvcache.so beside the interposer, a foreign
+# cache file, the kill switch.
+mkdir -p "$T/alone"
+cp "$PRELOAD" "$T/alone/"
+fresh
+for i in 1 2; do
+    LD_PRELOAD=$T/alone/libconvcache_preload.so timeout 60 "$PROG" run "$T/r.txt" >"$T/o" 2>"$T/err"
+    expect_finds "without libconvcache.so, run $i passes through" 18 "$T/o" "$T/r.txt" "$T/base.txt"
+done
+w=$(grep -c '^convcache: ' "$T/err")
+[ "$w" = 1 ] && grep -q 'cannot load libconvcache.so' "$T/err" && ok "one warning for 18 calls" ||
+    bad "$w warning lines, want 1: $(cat "$T/err")"
+fresh
+mkdir -p "$(dirname "$CONVCACHE_PATH")"
+echo "not a cache file" >"$CONVCACHE_PATH"
+for i in 1 2; do
+    pre "$PROG" run "$T/r.txt" >"$T/o" 2>"$T/err"
+    expect_finds "a foreign cache file, run $i passes through" 18 "$T/o" "$T/r.txt" "$T/base.txt"
+done
+w=$(grep -c '^convcache: ' "$T/err")
+[ "$w" = 1 ] && ok "one warning for a cache that cannot open" || bad "$w warnings: $(cat "$T/err")"
+[ "$(cat "$CONVCACHE_PATH")" = "not a cache file" ] && ok "the foreign file is untouched" ||
+    bad "the foreign file was changed"
+fresh
+for i in 1 2; do
+    CONVCACHE_DISABLE=1 pre "$PROG" run "$T/r.txt" >"$T/o"
+    expect_finds "CONVCACHE_DISABLE=1, run $i" 18 "$T/o" "$T/r.txt" "$T/base.txt"
+done
+
+# ---- 6. The fingerprint itself.
+fresh
+if LD_LIBRARY_PATH=$S STANDIN_DIR=$S timeout 60 "$S/scope_test" 2>"$T/err"; then
+    ok "scope_test: format, CONVCACHE_TAG, CONVCACHE_SCOPE, errors"
+else bad "scope_test:"; cat "$T/err" >&2; fi
+if ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
+    echo "skip scope_test none: this machine has a CUDA driver (the Go test covers it)"
+elif LD_LIBRARY_PATH= timeout 60 "$S/scope_test" none 2>"$T/err"; then
+    ok "no driver: CONVCACHE_E_UNAVAILABLE"
+else bad "scope_test none:"; cat "$T/err" >&2; fi
+
+if [ "$fails" -ne 0 ]; then
+    echo "tests/preload: $fails failed" >&2
+    exit 1
+fi
+echo "tests/preload: all passed"

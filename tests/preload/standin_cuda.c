@@ -1,0 +1,131 @@
+/*
+ * A stand-in for the CUDA driver (libcuda.so.1) with just what convcache's
+ * fingerprint and LD_PRELOAD interposer call, for tests on machines without
+ * a GPU.
+ *
+ * Environment:
+ *   STANDIN_CUDA_DEVICES     number of devices (default 2)
+ *   STANDIN_GPU_NAME_<i>     name of device i (default "Standin GPU <i>")
+ *   STANDIN_DRIVER_VERSION   cuDriverGetVersion (default 13000)
+ *   STANDIN_CUDA_INIT_ERROR  cuInit returns this CUresult (default 0)
+ *
+ * Streams and contexts: standin_cuda_stream(i) is a stream of device i;
+ * standin_cuda_set_device(i) makes device i current for the calling thread.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CUDA_SUCCESS 0
+#define CUDA_ERROR_INVALID_VALUE 1
+#define CUDA_ERROR_NOT_INITIALIZED 3
+#define CUDA_ERROR_INVALID_DEVICE 101
+#define CUDA_ERROR_INVALID_CONTEXT 201
+#define CUDA_ERROR_INVALID_HANDLE 400
+
+static int env_int(const char *name, int def) {
+    const char *v = getenv(name);
+    return v && *v ? atoi(v) : def;
+}
+
+static int initialized;
+static __thread int current = -1; /* current device; -1: device 0 after cuInit */
+static __thread int stack[8];
+static __thread int depth;
+
+static int device_count(void) { return env_int("STANDIN_CUDA_DEVICES", 2); }
+
+int cuInit(unsigned int flags) {
+    if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    int err = env_int("STANDIN_CUDA_INIT_ERROR", 0);
+    if (err) return err;
+    initialized = 1;
+    return CUDA_SUCCESS;
+}
+
+int cuDriverGetVersion(int *v) {
+    if (!v) return CUDA_ERROR_INVALID_VALUE;
+    *v = env_int("STANDIN_DRIVER_VERSION", 13000);
+    return CUDA_SUCCESS;
+}
+
+int cuDeviceGetCount(int *n) {
+    if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    if (!n) return CUDA_ERROR_INVALID_VALUE;
+    *n = device_count();
+    return CUDA_SUCCESS;
+}
+
+int cuDeviceGet(int *dev, int ordinal) {
+    if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    if (!dev || ordinal < 0 || ordinal >= device_count()) return CUDA_ERROR_INVALID_DEVICE;
+    *dev = ordinal;
+    return CUDA_SUCCESS;
+}
+
+int cuDeviceGetName(char *name, int len, int dev) {
+    if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+    if (dev < 0 || dev >= device_count()) return CUDA_ERROR_INVALID_DEVICE;
+    char var[64];
+    snprintf(var, sizeof var, "STANDIN_GPU_NAME_%d", dev);
+    const char *v = getenv(var);
+    if (v) snprintf(name, (size_t)len, "%s", v);
+    else snprintf(name, (size_t)len, "Standin GPU %d", dev);
+    return CUDA_SUCCESS;
+}
+
+int cuDeviceGetAttribute(int *out, int attr, int dev) {
+    if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    if (!out) return CUDA_ERROR_INVALID_VALUE;
+    if (dev < 0 || dev >= device_count()) return CUDA_ERROR_INVALID_DEVICE;
+    switch (attr) {
+    case 16: *out = 132 - 4 * dev; return CUDA_SUCCESS; /* multiprocessors */
+    case 75: *out = 9; return CUDA_SUCCESS;             /* compute capability major */
+    case 76: *out = 0; return CUDA_SUCCESS;             /* minor */
+    }
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+int cuGetErrorName(int err, const char **s) {
+    if (!s) return CUDA_ERROR_INVALID_VALUE;
+    switch (err) {
+    case 100: *s = "CUDA_ERROR_NO_DEVICE"; return CUDA_SUCCESS;
+    case 999: *s = "CUDA_ERROR_UNKNOWN"; return CUDA_SUCCESS;
+    }
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+/* Contexts are device + 1 as a pointer; streams are 0x1000 + device. */
+void *standin_cuda_stream(int dev) { return (void *)(uintptr_t)(0x1000 + dev); }
+void standin_cuda_set_device(int dev) { current = dev; }
+
+int cuCtxGetDevice(int *dev) {
+    if (!dev) return CUDA_ERROR_INVALID_VALUE;
+    *dev = current < 0 ? 0 : current;
+    return CUDA_SUCCESS;
+}
+
+int cuStreamGetCtx(void *stream, void **ctx) {
+    uintptr_t s = (uintptr_t)stream;
+    if (!ctx || s < 0x1000 || s >= 0x1000 + (uintptr_t)device_count())
+        return CUDA_ERROR_INVALID_HANDLE;
+    *ctx = (void *)(s - 0x1000 + 1);
+    return CUDA_SUCCESS;
+}
+
+int cuCtxPushCurrent_v2(void *ctx) {
+    uintptr_t c = (uintptr_t)ctx;
+    if (c < 1 || c > (uintptr_t)device_count() || depth == 8) return CUDA_ERROR_INVALID_CONTEXT;
+    stack[depth++] = current;
+    current = (int)c - 1;
+    return CUDA_SUCCESS;
+}
+
+int cuCtxPopCurrent_v2(void **ctx) {
+    if (depth == 0) return CUDA_ERROR_INVALID_CONTEXT;
+    if (ctx) *ctx = (void *)(uintptr_t)(current + 1);
+    current = stack[--depth];
+    return CUDA_SUCCESS;
+}
