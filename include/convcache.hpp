@@ -742,10 +742,10 @@ public:
         if (c) {
             KeyBuf k;
             std::size_t klen = library_key(params, k);
-            BuildCall<Builder> call{&builder, &params, nullptr};
+            using Call = BuildCall<std::remove_reference_t<Builder>>;
+            Call call{&builder, &params, nullptr};
             std::size_t n = 0;
-            int rc = convcache_get_or_create(c, k.b, klen, &BuildCall<Builder>::trampoline, &call, &v,
-                                             sizeof(T), &n);
+            int rc = convcache_get_or_create(c, k.b, klen, &Call::trampoline, &call, &v, sizeof(T), &n);
             if (call.thrown) std::rethrow_exception(call.thrown);
             if ((rc == CONVCACHE_HIT || rc == CONVCACHE_OK) && n == sizeof(T)) {
                 put(params, h, v, rc == CONVCACHE_OK);

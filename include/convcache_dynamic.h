@@ -1,0 +1,336 @@
+/*
+ * convcache_dynamic.h - use convcache with no link-time dependency: the
+ * library is loaded at run time, and a host runs on without it.
+ *
+ * Use
+ *     #define CONVCACHE_DYNAMIC
+ *     #include "convcache.h"
+ * (or include this header alone, which does the same). Every convcache_*
+ * function of convcache.h then becomes a static function of your
+ * translation unit, defined here, and nothing is linked: no -lconvcache.
+ * On glibc before 2.34, link with -ldl -lpthread (CMake: ${CMAKE_DL_LIBS}
+ * and Threads::Threads; the convcache::dynamic target carries both).
+ *
+ * Loading. The first call of any function, from any thread, loads the
+ * library exactly once (pthread_once): dlopen("libconvcache.so.1"), found
+ * the usual way (LD_LIBRARY_PATH, the run path, ld.so.cache), or the file
+ * or name in $CONVCACHE_LIBRARY when that is set and not empty (with no
+ * fallback to the default name). Each function is then resolved with
+ * dlsym. The library counts as missing when dlopen fails, when one of the
+ * functions of convcache 1.0 is missing from it, or when its
+ * convcache_version_number() has another major version than this header.
+ *
+ * With the library: every function behaves exactly as documented in
+ * convcache.h. A function added to the API after 1.0 that an older library
+ * lacks returns CONVCACHE_E_UNAVAILABLE (today: none).
+ *
+ * Without the library the cache is off, as with CONVCACHE_MODE_OFF, and the
+ * host keeps running:
+ *   - One line goes to stderr, once per program or shared object (per
+ *     translation unit with compilers other than GCC and Clang), naming the
+ *     file and dlerror(); not printed when CONVCACHE_DISABLE=1 is set.
+ *   - convcache_open and convcache_open_ex return CONVCACHE_OK with a
+ *     placeholder handle (never NULL, never dereferenced).
+ *   - convcache_find returns 0 (a miss), even in strict mode.
+ *   - convcache_insert, convcache_load and convcache_save return CONVCACHE_OK
+ *     and store nothing. convcache_close does nothing.
+ *   - convcache_get_or_create runs the builder on every call and returns
+ *     CONVCACHE_OK (0, "this call ran the builder") with its value, or the
+ *     builder's failure as the library would: its negative code,
+ *     CONVCACHE_E_RANGE with *value_len set, or CONVCACHE_E_BUILDER (a
+ *     positive code, or a length above value_cap). No single-flight.
+ *   - convcache_stats and convcache_cudnn_scope return
+ *     CONVCACHE_E_UNAVAILABLE (they report on the library itself).
+ *   - convcache_strerror works (a copy of the names is kept here).
+ *   - convcache_last_error returns why the library was not loaded.
+ *   - convcache_version returns "0.0.0" and convcache_version_number 0.
+ *   - convcache_options_init works (it needs no library).
+ *   Arguments are still checked: NULL pointers give CONVCACHE_E_INVALID,
+ *   a key_len of 0 or above CONVCACHE_KEY_MAX gives CONVCACHE_E_SIZE.
+ *
+ * Two functions exist only here:
+ *   int convcache_dynamic_available(void)   1 if the library is loaded, 0 if not
+ *   const char *convcache_dynamic_error(void) why not ("" when loaded)
+ *
+ * Handles belong to the translation unit's loader state only in the
+ * missing case (placeholders); with the library loaded they are the
+ * library's, and may be passed between translation units freely.
+ */
+#ifndef CONVCACHE_DYNAMIC_H
+#define CONVCACHE_DYNAMIC_H
+
+#ifndef CONVCACHE_H
+/* Included on its own: bring in the API in its dynamic form. convcache.h
+ * includes this header again at its end; the guard above skips that. */
+#ifndef CONVCACHE_DYNAMIC
+#define CONVCACHE_DYNAMIC 1
+#endif
+#include "convcache.h"
+#endif
+
+#ifndef CONVCACHE_DYNAMIC
+#error "convcache_dynamic.h: convcache.h was included without CONVCACHE_DYNAMIC; define it before the first include"
+#endif
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define CONVCACHE_DYN_FN static __attribute__((unused))
+#else
+#define CONVCACHE_DYN_FN static
+#endif
+
+#define CONVCACHE_DYN_STR2_(x) #x
+#define CONVCACHE_DYN_STR_(x) CONVCACHE_DYN_STR2_(x)
+#define CONVCACHE_DYN_SONAME "libconvcache.so." CONVCACHE_DYN_STR_(CONVCACHE_VERSION_MAJOR)
+
+/* The resolved API. */
+struct convcache_dyn_api_ {
+    int (*open)(const char *, const char *, convcache **);
+    int (*open_ex)(const convcache_options *, convcache **);
+    void (*close)(convcache *);
+    int (*find)(convcache *, const void *, size_t, void *, size_t, size_t *);
+    int (*insert)(convcache *, const void *, size_t, const void *, size_t);
+    int (*load)(convcache *);
+    int (*save)(convcache *);
+    int (*get_or_create)(convcache *, const void *, size_t, convcache_builder, void *, void *, size_t,
+                         size_t *);
+    int (*stats)(convcache *, struct convcache_stats *);
+    const char *(*strerror_)(int);
+    const char *(*last_error)(void);
+    const char *(*version)(void);
+    int (*version_number)(void);
+    /* Optional: absent from a library older than the function. */
+    int (*cudnn_scope)(int, char *, size_t);
+};
+
+static struct convcache_dyn_api_ convcache_dyn_api_;
+static int convcache_dyn_loaded_;      /* set once, under pthread_once */
+static char convcache_dyn_why_[768];   /* why not loaded; "" when loaded */
+static pthread_once_t convcache_dyn_once_ = PTHREAD_ONCE_INIT;
+static char convcache_dyn_placeholder_; /* the address of the placeholder handle */
+
+/* One warning per program or shared object, shared by every translation
+ * unit that includes this header. */
+#if defined(__GNUC__)
+__attribute__((weak, visibility("hidden"))) int convcache_dyn_warned_ = 0;
+#define CONVCACHE_DYN_FIRST_WARNING_() (__atomic_exchange_n(&convcache_dyn_warned_, 1, __ATOMIC_RELAXED) == 0)
+#else
+static int convcache_dyn_warned_ = 0;
+#define CONVCACHE_DYN_FIRST_WARNING_() (convcache_dyn_warned_++ == 0)
+#endif
+
+static void *convcache_dyn_sym_(void *lib, const char *name, void *slot, size_t size) {
+    /* memcpy: ISO C has no conversion from void * to a function pointer. */
+    void *p = dlsym(lib, name);
+    if (p) memcpy(slot, &p, size);
+    return p;
+}
+
+static void convcache_dyn_load_(void) {
+    const char *path = getenv("CONVCACHE_LIBRARY");
+    if (!path || !*path) path = CONVCACHE_DYN_SONAME;
+    struct convcache_dyn_api_ api;
+    memset(&api, 0, sizeof api);
+    const char *missing = NULL;
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        const char *e = dlerror();
+        snprintf(convcache_dyn_why_, sizeof convcache_dyn_why_, "convcache: %s not loaded: %s", path,
+                 e ? e : "dlopen failed");
+    } else {
+#define CONVCACHE_DYN_NEED_(field, name)                                                   \
+    if (!missing && !convcache_dyn_sym_(lib, name, &api.field, sizeof api.field)) missing = name
+        CONVCACHE_DYN_NEED_(open, "convcache_open");
+        CONVCACHE_DYN_NEED_(open_ex, "convcache_open_ex");
+        CONVCACHE_DYN_NEED_(close, "convcache_close");
+        CONVCACHE_DYN_NEED_(find, "convcache_find");
+        CONVCACHE_DYN_NEED_(insert, "convcache_insert");
+        CONVCACHE_DYN_NEED_(load, "convcache_load");
+        CONVCACHE_DYN_NEED_(save, "convcache_save");
+        CONVCACHE_DYN_NEED_(get_or_create, "convcache_get_or_create");
+        CONVCACHE_DYN_NEED_(stats, "convcache_stats");
+        CONVCACHE_DYN_NEED_(strerror_, "convcache_strerror");
+        CONVCACHE_DYN_NEED_(last_error, "convcache_last_error");
+        CONVCACHE_DYN_NEED_(version, "convcache_version");
+        CONVCACHE_DYN_NEED_(version_number, "convcache_version_number");
+#undef CONVCACHE_DYN_NEED_
+        convcache_dyn_sym_(lib, "convcache_cudnn_scope", &api.cudnn_scope, sizeof api.cudnn_scope);
+        if (missing) {
+            snprintf(convcache_dyn_why_, sizeof convcache_dyn_why_,
+                     "convcache: %s not used: it has no %s (not a convcache library?)", path, missing);
+        } else if (api.version_number() / 10000 != CONVCACHE_VERSION_MAJOR) {
+            snprintf(convcache_dyn_why_, sizeof convcache_dyn_why_,
+                     "convcache: %s not used: it is version %s, this program was built for %d.x", path,
+                     api.version(), CONVCACHE_VERSION_MAJOR);
+            missing = "version";
+        }
+        /* A library that failed a check stays mapped: a Go runtime, once
+         * started, cannot be unloaded (and it is linked -z nodelete). */
+    }
+    if (lib && !missing) {
+        convcache_dyn_api_ = api;
+        convcache_dyn_loaded_ = 1;
+        return;
+    }
+    const char *off = getenv("CONVCACHE_DISABLE");
+    int quiet = off && off[0] == '1' && off[1] == 0;
+    if (!quiet && CONVCACHE_DYN_FIRST_WARNING_())
+        fprintf(stderr, "%s; running without the cache (lookups miss, nothing is stored)\n",
+                convcache_dyn_why_);
+}
+
+static int convcache_dyn_ready_(void) {
+    pthread_once(&convcache_dyn_once_, convcache_dyn_load_);
+    return convcache_dyn_loaded_;
+}
+
+CONVCACHE_DYN_FN int convcache_dynamic_available(void) { return convcache_dyn_ready_(); }
+
+CONVCACHE_DYN_FN const char *convcache_dynamic_error(void) {
+    convcache_dyn_ready_();
+    return convcache_dyn_why_;
+}
+
+CONVCACHE_DYN_FN void convcache_options_init(convcache_options *opts) {
+    if (!opts) return;
+    memset(opts, 0, sizeof *opts);
+    opts->struct_size = sizeof *opts;
+}
+
+CONVCACHE_DYN_FN int convcache_open(const char *path, const char *scope, convcache **out) {
+    if (convcache_dyn_ready_()) return convcache_dyn_api_.open(path, scope, out);
+    if (!out) return CONVCACHE_E_INVALID;
+    *out = (convcache *)(void *)&convcache_dyn_placeholder_;
+    return CONVCACHE_OK;
+}
+
+CONVCACHE_DYN_FN int convcache_open_ex(const convcache_options *opts, convcache **out) {
+    if (convcache_dyn_ready_()) return convcache_dyn_api_.open_ex(opts, out);
+    if (!out) return CONVCACHE_E_INVALID;
+    *out = NULL;
+    if (!opts || opts->struct_size == 0 || opts->struct_size > sizeof(convcache_options))
+        return CONVCACHE_E_INVALID;
+    *out = (convcache *)(void *)&convcache_dyn_placeholder_;
+    return CONVCACHE_OK;
+}
+
+CONVCACHE_DYN_FN void convcache_close(convcache *c) {
+    if (convcache_dyn_ready_()) convcache_dyn_api_.close(c);
+}
+
+CONVCACHE_DYN_FN int convcache_find(convcache *c, const void *key, size_t key_len, void *value,
+                                    size_t value_cap, size_t *value_len) {
+    if (convcache_dyn_ready_())
+        return convcache_dyn_api_.find(c, key, key_len, value, value_cap, value_len);
+    if (!c || !key || !value_len || (!value && value_cap)) return CONVCACHE_E_INVALID;
+    if (key_len == 0 || key_len > CONVCACHE_KEY_MAX) return CONVCACHE_E_SIZE;
+    return 0;
+}
+
+CONVCACHE_DYN_FN int convcache_insert(convcache *c, const void *key, size_t key_len, const void *value,
+                                      size_t value_len) {
+    if (convcache_dyn_ready_()) return convcache_dyn_api_.insert(c, key, key_len, value, value_len);
+    if (!c || !key || (!value && value_len)) return CONVCACHE_E_INVALID;
+    if (key_len == 0 || key_len > CONVCACHE_KEY_MAX || value_len > CONVCACHE_VALUE_MAX)
+        return CONVCACHE_E_SIZE;
+    return CONVCACHE_OK;
+}
+
+CONVCACHE_DYN_FN int convcache_load(convcache *c) {
+    if (convcache_dyn_ready_()) return convcache_dyn_api_.load(c);
+    return c ? CONVCACHE_OK : CONVCACHE_E_INVALID;
+}
+
+CONVCACHE_DYN_FN int convcache_save(convcache *c) {
+    if (convcache_dyn_ready_()) return convcache_dyn_api_.save(c);
+    return c ? CONVCACHE_OK : CONVCACHE_E_INVALID;
+}
+
+CONVCACHE_DYN_FN int convcache_get_or_create(convcache *c, const void *key, size_t key_len,
+                                             convcache_builder build, void *user, void *value,
+                                             size_t value_cap, size_t *value_len) {
+    if (convcache_dyn_ready_())
+        return convcache_dyn_api_.get_or_create(c, key, key_len, build, user, value, value_cap, value_len);
+    if (!c || !key || !build || !value_len || (!value && value_cap)) return CONVCACHE_E_INVALID;
+    if (key_len == 0 || key_len > CONVCACHE_KEY_MAX) return CONVCACHE_E_SIZE;
+    size_t n = 0;
+    int rc = build(user, key, key_len, value, value_cap, &n);
+    if (rc == CONVCACHE_E_RANGE) {
+        *value_len = n;
+        return CONVCACHE_E_RANGE;
+    }
+    if (rc < 0) return rc;
+    if (rc > 0 || n > value_cap) return CONVCACHE_E_BUILDER;
+    *value_len = n;
+    return CONVCACHE_OK;
+}
+
+CONVCACHE_DYN_FN int convcache_stats(convcache *c, struct convcache_stats *out) {
+    if (convcache_dyn_ready_()) return convcache_dyn_api_.stats(c, out);
+    if (!c || !out) return CONVCACHE_E_INVALID;
+    return CONVCACHE_E_UNAVAILABLE;
+}
+
+CONVCACHE_DYN_FN int convcache_cudnn_scope(int device, char *buf, size_t cap) {
+    if (convcache_dyn_ready_() && convcache_dyn_api_.cudnn_scope)
+        return convcache_dyn_api_.cudnn_scope(device, buf, cap);
+    if (!buf || device < 0) return CONVCACHE_E_INVALID;
+    if (cap > 0) buf[0] = 0;
+    return CONVCACHE_E_UNAVAILABLE;
+}
+
+CONVCACHE_DYN_FN const char *convcache_strerror(int code) {
+    if (convcache_dyn_ready_()) return convcache_dyn_api_.strerror_(code);
+    switch (code) {
+    case CONVCACHE_OK: return "success";
+    case CONVCACHE_HIT: return "hit";
+    case CONVCACHE_PENDING: return "kept in memory; not yet written (lock busy)";
+    case CONVCACHE_E_INVALID: return "invalid argument";
+    case CONVCACHE_E_HANDLE: return "not an open handle";
+    case CONVCACHE_E_SIZE: return "key, value or scope size out of range";
+    case CONVCACHE_E_RANGE: return "value buffer too small";
+    case CONVCACHE_E_IO: return "I/O error";
+    case CONVCACHE_E_ACCESS: return "permission denied";
+    case CONVCACHE_E_NOSPC: return "no space left on device";
+    case CONVCACHE_E_FORMAT: return "not a convcache file, or a newer format";
+    case CONVCACHE_E_CORRUPT: return "cache file header is damaged";
+    case CONVCACHE_E_LOCK: return "timed out waiting for the cache lock";
+    case CONVCACHE_E_READONLY: return "cache is read-only";
+    case CONVCACHE_E_FORKED: return "called in a forked child";
+    case CONVCACHE_E_MISS: return "miss in strict mode";
+    case CONVCACHE_E_UNAVAILABLE: return "not available";
+    case CONVCACHE_E_BUILDER: return "builder failed";
+    case CONVCACHE_E_INTERNAL: return "internal error";
+    }
+    return code <= CONVCACHE_E_USER ? "builder error" : "unknown code";
+}
+
+CONVCACHE_DYN_FN const char *convcache_last_error(void) {
+    if (convcache_dyn_ready_()) return convcache_dyn_api_.last_error();
+    return convcache_dyn_why_;
+}
+
+CONVCACHE_DYN_FN const char *convcache_version(void) {
+    if (convcache_dyn_ready_()) return convcache_dyn_api_.version();
+    return "0.0.0";
+}
+
+CONVCACHE_DYN_FN int convcache_version_number(void) {
+    if (convcache_dyn_ready_()) return convcache_dyn_api_.version_number();
+    return 0;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CONVCACHE_DYNAMIC_H */
