@@ -1,6 +1,7 @@
 // bench_cabi - implementation (a): convcache through its C ABI, exactly as a
 // C caller uses it (convcache.h, linked against libconvcache.so).
 #include "convcache.h"
+#include "convcache_prep.hpp"
 #include "workloads.hpp"
 
 namespace {
@@ -37,24 +38,8 @@ struct CAbi {
     void end_bulk() {}
     void begin_writer() {}
 
-    // Leave the file fully compacted, for the bytes-per-entry figure. A save
-    // compacts once the journal exceeds both 4 MiB and the snapshot; after
-    // the fill, part of the entries can still sit in the journal. Each round
-    // here finds every key and saves, which appends a touch record (8 bytes
-    // per used entry) until a save compacts and the journal is empty.
-    void finish_prep(uint64_t n) {
-        for (int round = 0; round < 1000; round++) {
-            struct convcache_stats st;
-            std::memset(&st, 0, sizeof st);
-            st.struct_size = sizeof st;
-            if (convcache_stats(c, &st) != CONVCACHE_OK) bench::die("convcache_stats");
-            if (st.journal_bytes == 0 && st.compactions > 0) return;
-            bench::Value v;
-            for (uint64_t i = 0; i < n; i++) find(bench::make_key(i), &v);
-            if (convcache_save(c) != CONVCACHE_OK) bench::die("convcache_save", convcache_last_error());
-        }
-        bench::die("the file never compacted");
-    }
+    void finish_prep(uint64_t) {}
+    static void after_prep(const std::string &path) { bench::compact_convcache(path, kScope); }
 
     struct Reader {
         convcache *c;

@@ -3,6 +3,7 @@
 // calls PyTorch makes, answered by the header's lock-free front map, which
 // falls back to the library on a front-map miss.
 #include "convcache.hpp"
+#include "convcache_prep.hpp"
 #include "workloads.hpp"
 
 namespace {
@@ -35,20 +36,8 @@ struct DropIn {
     void begin_writer() {}
     int64_t front_bytes() const { return int64_t(bc.memory_bytes()); }
 
-    // As bench_cabi: find every key and save until a save compacts the file.
-    void finish_prep(uint64_t n) {
-        for (int round = 0; round < 1000; round++) {
-            struct convcache_stats st = cache.stats();
-            if (st.journal_bytes == 0 && st.compactions > 0) return;
-            bench::Value v;
-            for (uint64_t i = 0; i < n; i++) {
-                bench::Key k = bench::make_key(i);
-                bc.find(k, &v);
-            }
-            if (bc.save() != 0) bench::die("save");
-        }
-        bench::die("the file never compacted");
-    }
+    void finish_prep(uint64_t) {}
+    static void after_prep(const std::string &path) { bench::compact_convcache(path, kScope); }
 
     struct Reader {
         DropIn &d;

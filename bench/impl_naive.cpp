@@ -71,6 +71,7 @@ struct Naive {
     void begin_bulk() {}
     void end_bulk() {}
     void begin_writer() { load(); }
+    static void after_prep(const std::string &) {}
     void finish_prep(uint64_t) {}
 
     struct Reader {

@@ -136,6 +136,7 @@ struct Sqlite {
     void begin_bulk() { exec(db, "BEGIN IMMEDIATE"); }
     void end_bulk() { exec(db, "COMMIT"); }
     void begin_writer() {}
+    static void after_prep(const std::string &) {}
     void finish_prep(uint64_t) {
         exec(db, "VACUUM");
         exec(db, "PRAGMA wal_checkpoint(TRUNCATE)");

@@ -22,6 +22,7 @@ struct StdMap {
     void begin_bulk() {}
     void end_bulk() {}
     void begin_writer() {}
+    static void after_prep(const std::string &) {}
     void finish_prep(uint64_t) {}
 
     struct Reader {

@@ -15,7 +15,9 @@
 //   void begin_bulk(), end_bulk();            around the prep inserts only
 //   void begin_writer();                      a writer process's start (the
 //                                             naive file reads itself here)
-//   void finish_prep(uint64_t n);             e.g. compact; after prep's save
+//   void finish_prep(uint64_t n);             e.g. VACUUM; after prep's save
+//   static void after_prep(const std::string &path);
+//                                             e.g. compact; after it closed
 //   struct Reader { Reader(Impl &); bool find(const Key &, Value *); };
 //                                             one per thread for the hit loops
 //
@@ -126,6 +128,7 @@ int do_prep(const std::string &path, uint64_t n) {
         if (impl.save() < 0) die("save");
         impl.finish_prep(n);
     }  // closed: the file is complete
+    Impl::after_prep(path);
     int64_t t1 = mono_ns();
     int64_t bytes = file_size(path) + file_size(path + "-wal");
     finish(field("prep_s", (t1 - t0) / 1e9) + field("file_bytes", bytes));
