@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -369,6 +370,7 @@ func (c *Cache) adopt(f file, final bool) error {
 		return fmt.Errorf("%s: %w: the file was left untouched; move it aside or set CONVCACHE_PATH to another file", c.path, err)
 	}
 	ix, scopes, end, snapEnd := c.build(buf, final)
+	defer c.releaseScratch(size)
 	// Entries kept in memory survive the swap.
 	for k, v := range c.pending {
 		ix.put([]byte(k), v, xxhash.Sum64String(k), 0, 0)
@@ -388,6 +390,22 @@ func (c *Cache) adopt(f file, final bool) error {
 	c.off, c.snapEnd, c.created, c.scopes = end, snapEnd, h.created, scopes
 	c.idx.Store(ix)
 	return nil
+}
+
+// releaseScratch drops the buffers a full read of a large file used, and
+// returns the memory to the operating system: the index keeps what it needs
+// in its own arena, and a long-lived host should not carry a file image.
+func (c *Cache) releaseScratch(size int64) {
+	if cap(c.buf) > 1<<20 {
+		c.buf = nil
+	}
+	if cap(c.zbuf) > 1<<20 {
+		c.zbuf = nil
+	}
+	c.recs = nil
+	if size > 4<<20 {
+		debug.FreeOSMemory()
+	}
 }
 
 // read returns size-off bytes of f from off, in the reusable read buffer.

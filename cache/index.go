@@ -73,7 +73,9 @@ func newIndex(sizeHint int) *index {
 }
 
 func (ix *index) addChunk(size int) {
-	ix.cs = append(ix.cs, make([]byte, size))
+	c := make([]byte, size)
+	hugePages(c)
+	ix.cs = append(ix.cs, c)
 	cs := ix.cs // a new slice header; the old one stays valid for readers
 	ix.chunks.Store(&cs)
 	ix.fill = 0

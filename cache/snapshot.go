@@ -39,6 +39,7 @@ func encoder() *zstd.Encoder {
 			zstd.WithEncoderConcurrency(1),
 			zstd.WithEncoderLevel(zstd.SpeedBetterCompression),
 			zstd.WithEncoderCRC(false), // the frame carries a CRC-32C
+			zstd.WithWindowSize(256<<10), // a chunk is ~128 KiB raw: a larger window only costs memory
 			zstd.WithLowerEncoderMem(true))
 	})
 	return zenc
