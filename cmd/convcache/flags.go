@@ -92,7 +92,7 @@ func (l *strList) Set(v string) error { *l = append(*l, v); return nil }
 
 // lockTimeout adds --lock-timeout, defaulting to CONVCACHE_LOCK_TIMEOUT_MS.
 func lockTimeout(fs *flag.FlagSet) *time.Duration {
-	d := fs.Duration("lock-timeout", config.Options(cache.Options{}).LockTimeout,
+	d := fs.Duration("lock-timeout", envOptions().LockTimeout,
 		"longest wait for the cache lock held by other processes (default $CONVCACHE_LOCK_TIMEOUT_MS or 5s)")
 	return d
 }
@@ -173,4 +173,10 @@ func plural(n int, one, many string) string {
 		return "1 " + one
 	}
 	return strconv.Itoa(n) + " " + many
+}
+
+// envOptions returns the cache options the environment sets, as a library
+// handle would see them. Log is set so that CONVCACHE_LOG is not opened.
+func envOptions() cache.Options {
+	return config.Options(cache.Options{Log: io.Discard})
 }

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"slices"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -64,6 +63,7 @@ type statsReport struct {
 	Mode       string        `json:"mode"`
 	MaxBytes   int64         `json:"max_bytes"`
 	MaxEntries int64         `json:"max_entries"`
+	Promote    bool          `json:"promote"`
 	System     *fileReport   `json:"system"`
 	Remote     *remoteReport `json:"remote"`
 	Warnings   []string      `json:"warnings"`
@@ -80,8 +80,8 @@ func runStats(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	opts := config.Options(cache.Options{})
-	r := statsReport{Mode: config.Mode().String(), MaxBytes: opts.MaxBytes, MaxEntries: opts.MaxEntries, Warnings: []string{}}
+	opts := envOptions()
+	r := statsReport{Mode: config.Mode().String(), MaxBytes: opts.MaxBytes, MaxEntries: opts.MaxEntries, Promote: opts.Promote, Warnings: []string{}}
 	main, err := reportFile(path)
 	if err != nil {
 		return err
@@ -89,7 +89,7 @@ func runStats(e *env, args []string) error {
 	r.Cache = *main
 	r.Warnings = append(r.Warnings, main.Warnings...)
 
-	if sp, _ := config.LookupEnv("CONVCACHE_SYSTEM_PATH"); sp != "" {
+	if sp := opts.SystemPath; sp != "" {
 		sys, err := reportFile(sp)
 		if err == nil && !sys.Exists {
 			err = fmt.Errorf("%s does not exist", sp)
@@ -103,7 +103,7 @@ func runStats(e *env, args []string) error {
 			r.Warnings = append(r.Warnings, "system tier: "+w)
 		}
 	}
-	if u, _ := config.LookupEnv("CONVCACHE_REMOTE"); strings.TrimSpace(u) != "" {
+	if u := config.RemoteURL(); u != "" {
 		r.Remote = checkRemote(u)
 		if !r.Remote.Reachable {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("remote tier %s: %s (jobs carry on with the local file)", r.Remote.URL, r.Remote.Error))
@@ -173,7 +173,7 @@ func reportFile(path string) (*fileReport, error) {
 // of a key no one writes, read-only.
 func checkRemote(url string) *remoteReport {
 	r := &remoteReport{URL: url}
-	timeout := config.Duration("CONVCACHE_REMOTE_TIMEOUT_MS", 1, int64(remote.MaxTimeout/time.Millisecond), time.Second)
+	timeout := config.Duration("CONVCACHE_REMOTE_TIMEOUT_MS", 1, config.MaxRemoteTimeoutMs, time.Second)
 	c, err := remote.New(remote.Options{URL: url, Timeout: timeout, ReadOnly: true, Warn: io.Discard})
 	if err != nil {
 		r.URL = "(invalid)"
@@ -202,11 +202,11 @@ func printFile(w io.Writer, now time.Time, r *fileReport) {
 		tw.Flush()
 		return
 	}
-	fs := r.FSType
+	fsName := r.FSType
 	if r.NetworkFS {
-		fs += " (network file system: see warnings)"
+		fsName += " (network file system: see warnings)"
 	}
-	fmt.Fprintf(tw, "file system\t%s\n", fs)
+	fmt.Fprintf(tw, "file system\t%s\n", fsName)
 	fmt.Fprintf(tw, "size\t%s (snapshot %s, journal %s, %d records, format %d)\n", bytesText(r.Size),
 		bytesText(r.SnapshotBytes), bytesText(r.JournalBytes), r.Records, r.Version)
 	if r.LastCompaction != nil {
@@ -264,7 +264,11 @@ func printStats(w io.Writer, r *statsReport) {
 	}
 	tw.Flush()
 	if r.System != nil {
-		fmt.Fprintf(w, "\nsystem tier (CONVCACHE_SYSTEM_PATH, read-only)\n")
+		promote := "hits stay in the system tier"
+		if r.Promote {
+			promote = "hits are copied to the user cache (CONVCACHE_PROMOTE)"
+		}
+		fmt.Fprintf(w, "\nsystem tier (CONVCACHE_SYSTEM_PATH, read-only; %s)\n", promote)
 		if r.System.Error != "" {
 			fmt.Fprintf(w, "file  %s\nerror %s\n", r.System.Path, r.System.Error)
 		} else {
