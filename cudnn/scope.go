@@ -103,6 +103,10 @@ type probeCall struct {
 var (
 	probeMu  sync.Mutex
 	inflight = map[probeKey]*probeCall{}
+
+	// Replaced by tests.
+	probeFn      = probe
+	probeTimeout = ProbeTimeout
 )
 
 // Probe reads device ordinal device's fingerprint. It loads
@@ -123,21 +127,23 @@ func Probe(device int) (Device, error) {
 	if call == nil {
 		call = &probeCall{done: make(chan struct{})}
 		inflight[k] = call
+		fn := probeFn
 		go func() {
-			call.dev, call.err = probe(device, cudaLib, cudnnLib)
+			call.dev, call.err = fn(device, cudaLib, cudnnLib)
 			probeMu.Lock()
 			delete(inflight, k)
 			probeMu.Unlock()
 			close(call.done)
 		}()
 	}
+	timeout := probeTimeout
 	probeMu.Unlock()
-	t := time.NewTimer(ProbeTimeout)
+	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
 	case <-call.done:
 		return call.dev, call.err
 	case <-t.C:
-		return Device{}, fmt.Errorf("%w: the CUDA driver did not answer within %v", ErrUnavailable, ProbeTimeout)
+		return Device{}, fmt.Errorf("%w: the CUDA driver did not answer within %v", ErrUnavailable, timeout)
 	}
 }
