@@ -15,6 +15,8 @@
  *                                  through; the parent keeps its cache
  *   preload_prog fork-early        a child forked before any load uses the cache
  *   preload_prog flight            8 threads missing one key benchmark it once
+ *   preload_prog cost N            times the first call and N repeats of it (a
+ *                                  measurement, not a test)
  *   preload_prog nogo [call]       prints threads, whether libconvcache is mapped,
  *                                  and the interposer's counters; with "call",
  *                                  after one find call
@@ -474,6 +476,30 @@ static int flight(void) {
     return failures ? 1 : 0;
 }
 
+/* ---- cost ---- */
+#include <time.h>
+static double now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static int cost(int n) {
+    const struct problem p = make(32, 64, 56, 64, 3, 1, 1);
+    struct descs d = {0};
+    set(&d, &p);
+    perf_t perf[8];
+    int ret;
+    double t0 = now_ns();
+    find(1, &d, 8, 1 << 20, &ret, perf);
+    double t1 = now_ns();
+    for (int i = 0; i < n; i++) find(1, &d, 8, 1 << 20, &ret, perf);
+    double t2 = now_ns();
+    printf("first call %.0f us, then %.0f ns per call (%d calls, %d reached cuDNN)\n",
+           (t1 - t0) / 1e3, (t2 - t1) / (n > 0 ? n : 1), n + 1, standin_find_calls());
+    return 0;
+}
+
 /* ---- nogo ---- */
 static int count_threads(void) {
     DIR *d = opendir("/proc/self/task");
@@ -525,6 +551,7 @@ int main(int argc, char **argv) {
     if (!strcmp(m, "fork")) return do_fork(0);
     if (!strcmp(m, "fork-early")) return do_fork(1);
     if (!strcmp(m, "flight")) return flight();
+    if (!strcmp(m, "cost")) return cost(argc > 2 ? atoi(argv[2]) : 10000);
     if (!strcmp(m, "nogo")) return nogo(argc > 2 && !strcmp(argv[2], "call"));
     fprintf(stderr, "preload_prog: unknown mode %s\n", m);
     return 2;
