@@ -179,7 +179,7 @@ func (c *Cache) openPath(path string) error {
 		}
 	}
 	c.fsType, c.networkFS = fsTypeOf(filepath.Dir(path))
-	if c.networkFS {
+	if _, seen := warnedFS.LoadOrStore(path, true); c.networkFS && !seen {
 		c.warnf("%s is on a network file system (%s): locks and rename are weaker there; prefer a local disk", path, c.fsType)
 	}
 
@@ -520,19 +520,22 @@ func (c *Cache) refresh(final bool) error {
 	if c.f == nil {
 		return c.reopen(final)
 	}
-	fi, err := c.f.Stat()
-	if err != nil {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(c.f.Fd()), &st); err != nil {
 		return ioErr(err, "stat", c.path, "")
 	}
-	if _, nlink := idOf(fi); nlink != 1 {
+	if st.Nlink != 1 {
 		// 0: unlinked, usually replaced by a compaction's rename. More
 		// than 1: hard-linked, so check the path itself.
 		pi, err := c.fs.Stat(c.path)
-		if id, _ := idOf(fi); err != nil || func() bool { pid, _ := idOf(pi); return pid != id }() {
+		if err != nil {
+			return c.reopen(final)
+		}
+		if pid, _ := idOf(pi); pid != (fileID{uint64(st.Dev), st.Ino}) {
 			return c.reopen(final)
 		}
 	}
-	size := fi.Size()
+	size := st.Size
 	switch {
 	case size == c.off:
 		return nil
