@@ -30,6 +30,8 @@ type redisServer struct {
 	cmd  *exec.Cmd
 	done chan struct{}
 	runs int // launches so far: each writes its own log
+	// TLS only, with this certificate and key, on port
+	tlsCert, tlsKey string
 }
 
 // redisBinary returns the redis-server binary, or skips the test.
@@ -47,7 +49,11 @@ func redisBinary(t testing.TB) string {
 // startRedis starts a server on a free loopback port.
 func startRedis(t testing.TB, args ...string) *redisServer {
 	t.Helper()
-	s := &redisServer{t: t, bin: redisBinary(t), dir: t.TempDir(), args: args}
+	return startServer(t, &redisServer{t: t, bin: redisBinary(t), dir: t.TempDir(), args: args})
+}
+
+func startServer(t testing.TB, s *redisServer) *redisServer {
+	t.Helper()
 	var err error
 	for try := 0; try < 5; try++ {
 		s.port = freePort(t)
@@ -75,8 +81,10 @@ func (s *redisServer) launch() error {
 		"--dir", s.dir, "--save", "", "--appendonly", "no",
 		"--daemonize", "no", "--logfile", s.logPath(s.runs + 1),
 	}, s.args...)
-	if strings.Contains(strings.Join(s.args, " "), "--tls-port") {
-		args[1] = "0" // TLS only: the TLS port is the one in s.args
+	if s.tlsCert != "" {
+		args[1] = "0" // no plain port
+		args = append(args, "--tls-port", strconv.Itoa(s.port), "--tls-cert-file", s.tlsCert,
+			"--tls-key-file", s.tlsKey, "--tls-auth-clients", "no")
 	}
 	cmd := exec.Command(s.bin, args...)
 	cmd.Dir = s.dir

@@ -2,7 +2,15 @@ package remote_test
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
+	"math/big"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,6 +43,20 @@ func node(role string) error {
 	r, err := remote.New(remote.Options{URL: os.Getenv("NODE_URL"), Timeout: 2 * time.Second, LockTTL: time.Second})
 	if err != nil {
 		return err
+	}
+	if role == "tls" {
+		w := &syncBuffer{}
+		r, err := remote.New(remote.Options{URL: os.Getenv("NODE_URL"), Timeout: 2 * time.Second, Warn: w})
+		if err != nil {
+			return err
+		}
+		r.Put("s", []byte("k"), []byte("over TLS"))
+		r.Flush()
+		if v, ok := r.Get("s", []byte("k")); !ok || string(v) != "over TLS" {
+			return fmt.Errorf("get over TLS: %q %v %+v: %s", v, ok, r.Stats(), w)
+		}
+		fmt.Println("tls ok")
+		return nil
 	}
 	if role == "hold" {
 		// Take the lock and die without releasing it.
@@ -202,4 +224,53 @@ func TestLockHolderKilled(t *testing.T) {
 	if freed > time.Second+slack {
 		t.Fatalf("freed %v after the holder died; its TTL is 1 s", freed)
 	}
+}
+
+// rediss:// verifies the server's certificate: a node that trusts the
+// test's own CA (SSL_CERT_FILE) stores and finds values over TLS; one that
+// does not fails open with the warning.
+func TestTLS(t *testing.T) {
+	bin := redisBinary(t)
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	writeCert(t, certFile, keyFile)
+	srv := startServer(t, &redisServer{t: t, bin: bin, dir: dir, tlsCert: certFile, tlsKey: keyFile})
+	url := "rediss://" + srv.addr() + "/0"
+	out := runNode(t, "tls", "NODE_URL="+url, "SSL_CERT_FILE="+certFile, "SSL_CERT_DIR="+dir)
+	if !strings.Contains(out, "tls ok") {
+		t.Fatalf("TLS node: %s", out)
+	}
+	// Without the CA: the certificate is refused, and the tier fails open.
+	cmd, buf := startNode(t, "tls", "NODE_URL="+url, "SSL_CERT_FILE=/dev/null", "SSL_CERT_DIR=/nonexistent")
+	if err := cmd.Wait(); err == nil || !strings.Contains(buf.String(), "certificate") {
+		t.Fatalf("a node without the CA: %v\n%s", err, buf)
+	}
+}
+
+func writeCert(t *testing.T, certFile, keyFile string) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "convcache test"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600)
 }
