@@ -73,10 +73,10 @@
 //	+-----------------------+-------+-----+-------+---------------------------+
 //
 // A record is accepted only if, checked in this order, it is long enough
-// for its header, has the magic, version 1 and zero flags, its lengths add up to its
-// size, its checksum matches, and its scope and key equal the ones asked for
-// in full (so a hash collision, a value copied to another key or another
-// scope, is a miss), and its value is within Options.MaxValue (1 MiB by
+// for its header, has the magic, version 1 and zero flags, its lengths add
+// up to its size, its checksum matches, its scope and key equal the ones
+// asked for in full (so a hash collision, or a value copied to another key
+// or scope, is a miss), and its value is within Options.MaxValue (1 MiB by
 // default). Lookups read with GETRANGE, so a foreign value of any size
 // costs at most one record's length to read.
 //
