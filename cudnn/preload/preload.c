@@ -72,6 +72,8 @@ _Static_assert(sizeof(cc_perf) == 48, "cuDNN perf structs are 48 bytes");
 
 #define CUDNN_STATUS_SUCCESS 0
 #define CUDNN_STATUS_NOT_INITIALIZED 1001 /* cuDNN 9's value */
+#define CUDNN_STATUS_NOT_SUPPORTED_V9 3000
+#define CUDNN_STATUS_NOT_SUPPORTED_V8 9
 #define CUDNN_DIM_MAX 8
 
 typedef cudnnStatus_t (*find_fn)(cudnnHandle_t, const void *, const void *, const void *,
@@ -172,7 +174,7 @@ EXPORT int convcache_preload_stats(struct convcache_preload_stats *out, size_t s
 
 /* ---- warnings ----------------------------------------------------------- */
 
-enum { W_LOAD, W_SCOPE, W_OPEN, W_CACHE, W_REAL, W_ENTRY, N_WARN };
+enum { W_LOAD, W_SCOPE, W_OPEN, W_CACHE, W_REAL, W_ENTRY, W_STRICT, N_WARN };
 static int warned[N_WARN];
 
 static void warn_once(int kind, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -544,6 +546,13 @@ static void log_call(const struct call *c, const char *what, int dev, const stru
             c->ex ? "-ex" : "", what, dev, n ? hex : "-");
 }
 
+/* not_supported is CUDNN_STATUS_NOT_SUPPORTED of the loaded cuDNN: its
+ * value changed in cuDNN 9. */
+static cudnnStatus_t not_supported(void) {
+    size_t (*version)(void) = (size_t (*)(void))dlsym(RTLD_NEXT, "cudnnGetVersion");
+    return version && version() < 90000 ? CUDNN_STATUS_NOT_SUPPORTED_V8 : CUDNN_STATUS_NOT_SUPPORTED_V9;
+}
+
 static cudnnStatus_t passthrough(struct call *c, int dev, const struct key *k) {
     COUNT(passthrough);
     if (log_enabled()) log_call(c, "passthrough", dev, k);
@@ -604,6 +613,14 @@ static cudnnStatus_t intercept(struct call *c) {
             api.insert(cache, k.b, k.n, c->perf, (size_t)*c->returned * sizeof(cc_perf));
         if (log_enabled()) log_call(c, "replaced", dev, &k);
         return st;
+    }
+    if (rc == CONVCACHE_E_MISS) {
+        /* CONVCACHE_MODE=strict: production proves it never benchmarks. A
+         * miss is an error to the caller, not a silent benchmark. */
+        warn_once(W_STRICT, "CONVCACHE_MODE=strict: a %s problem is not in the cache; returning "
+                  "CUDNN_STATUS_NOT_SUPPORTED instead of benchmarking", op_names[c->op]);
+        if (log_enabled()) log_call(c, "strict-miss", dev, &k);
+        return not_supported();
     }
     warn_once(W_CACHE, "cache error (%s); this call and others like it run uncached",
               api.last_error());

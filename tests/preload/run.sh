@@ -110,6 +110,17 @@ for cmd in /bin/true "/bin/sh -c exit" "/bin/ls /"; do
     else ok "$cmd under LD_PRELOAD never loads libconvcache.so (LD_DEBUG=files)"; fi
 done
 
+# ---- Strict mode: a miss is an error returned to the caller, never a benchmark.
+fresh
+CONVCACHE_MODE=strict pre "$PROG" run "$T/s1.txt" >"$T/o" 2>"$T/e"
+expect_finds "CONVCACHE_MODE=strict on an empty cache benchmarks nothing" 0 "$T/o"
+if [ "$(grep -c 'status 3000 returned' "$T/s1.txt")" = 18 ] && [ "$(grep -c 'CONVCACHE_MODE=strict' "$T/e")" = 1 ]; then
+    ok "strict misses return CUDNN_STATUS_NOT_SUPPORTED, with one warning"
+else bad "strict misses: $(grep -c 'status 3000' "$T/s1.txt") of 18 returned NOT_SUPPORTED; stderr: $(cat "$T/e")"; fi
+pre "$PROG" run "$T/r.txt" >"$T/o"
+CONVCACHE_MODE=strict pre "$PROG" run "$T/s2.txt" >"$T/o"
+expect_finds "CONVCACHE_MODE=strict on a warm cache hits" 0 "$T/o" "$T/s2.txt" "$T/base.txt"
+
 # ---- 5. Fail open: no libconvcache.so beside the interposer, a foreign
 # cache file, the kill switch.
 mkdir -p "$T/alone"
