@@ -42,9 +42,8 @@ type Cache struct {
 
 	mu          sync.Mutex // guards the fields below; never held while waiting for the file lock
 	f           file       // current data file; nil when none exists yet
-	fid         fileID
-	off         int64 // file offset up to which frames have been applied
-	snapEnd     int64 // end of the leading snapshot frames: the journal starts here
+	off         int64      // file offset up to which frames have been applied
+	snapEnd     int64      // end of the leading snapshot frames: the journal starts here
 	created     time.Time
 	scopes      map[uint64]bool   // scope hashes named in the current file
 	pending     map[string][]byte // entries kept in memory, not yet in the file
@@ -58,7 +57,6 @@ type Cache struct {
 	buf         []byte    // read scratch
 	zbuf        []byte    // decompression scratch
 	recs        []record  // decoded snapshot scratch
-	damaged     int64     // bytes of damaged frames skipped
 	warnedBroke bool      // a reload failure was reported
 	flights     flightGroup
 
@@ -386,7 +384,6 @@ func (c *Cache) adopt(f file, final bool) error {
 		}
 	}
 	c.f, c.dirty = f, false
-	c.fid, _ = idOf(fi)
 	c.off, c.snapEnd, c.created, c.scopes = end, snapEnd, h.created, scopes
 	c.idx.Store(ix)
 	return nil
@@ -450,7 +447,6 @@ func (c *Cache) build(buf []byte, final bool) (ix *index, scopes map[uint64]bool
 }
 
 func (c *Cache) noteDamage(d damage) {
-	c.damaged += d.len
 	c.st.damaged.Add(uint64(d.len))
 }
 
