@@ -97,23 +97,40 @@ func lockTimeout(fs *flag.FlagSet) *time.Duration {
 	return d
 }
 
-// parseAge parses a duration such as 90m, 36h, 30d or 2w.
+// parseAge parses a duration such as 90m, 36h, 30d, 2w or 4d12h: Go's
+// time.ParseDuration units plus d (24h) and w (7d) in front.
 func parseAge(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
-	for suffix, unit := range map[string]time.Duration{"d": 24 * time.Hour, "w": 7 * 24 * time.Hour} {
-		if n, ok := strings.CutSuffix(s, suffix); ok {
-			f, err := strconv.ParseFloat(n, 64)
-			if err != nil || f < 0 || f > 1e5 {
-				return 0, fmt.Errorf("bad duration %q", s)
-			}
-			return time.Duration(f * float64(unit)), nil
+	bad := fmt.Errorf("bad duration %q", s)
+	var total time.Duration
+	rest := s
+	for rest != "" {
+		n := strings.IndexFunc(rest, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+		if n <= 0 || (rest[n] != 'd' && rest[n] != 'w') {
+			break
 		}
+		f, err := strconv.ParseFloat(rest[:n], 64)
+		if err != nil || f > 1e5 {
+			return 0, bad
+		}
+		unit := 24 * time.Hour
+		if rest[n] == 'w' {
+			unit *= 7
+		}
+		total += time.Duration(f * float64(unit))
+		rest = rest[n+1:]
 	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return 0, fmt.Errorf("bad duration %q", s)
+	if rest != "" {
+		d, err := time.ParseDuration(rest)
+		if err != nil || d < 0 {
+			return 0, bad
+		}
+		total += d
 	}
-	return d, nil
+	if s == "" || total < 0 {
+		return 0, bad
+	}
+	return total, nil
 }
 
 // bytesText writes n as "512 B", "1.5 KiB", "24.0 MiB".

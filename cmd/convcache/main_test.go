@@ -48,13 +48,7 @@ type result struct {
 func cli(t *testing.T, env []string, args ...string) result {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "CONVCACHE_") && !strings.HasPrefix(kv, "HOME=") && !strings.HasPrefix(kv, "XDG_CACHE_HOME=") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, "HOME="+t.TempDir())
-	cmd.Env = append(cmd.Env, env...)
+	cmd.Env = append(cleanEnv(t), env...)
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
 	err := cmd.Run()
@@ -67,6 +61,18 @@ func cli(t *testing.T, env []string, args ...string) result {
 		r.code = ee.ExitCode()
 	}
 	return r
+}
+
+// cleanEnv is this process's environment without convcache's variables,
+// with a temporary HOME.
+func cleanEnv(t *testing.T) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "CONVCACHE_") && !strings.HasPrefix(kv, "HOME=") && !strings.HasPrefix(kv, "XDG_CACHE_HOME=") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "HOME="+t.TempDir())
 }
 
 // mustRun runs the binary and fails the test unless it exits with want.

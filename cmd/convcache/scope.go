@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/convcache/convcache/cache"
 	"github.com/convcache/convcache/cudnn"
@@ -96,8 +97,15 @@ func runScope(e *env, args []string) error {
 // noDevice explains a missing fingerprint and what to do; it exits with
 // exitNoDevice.
 func noDevice(err error) error {
-	return &exitErr{exitNoDevice, fmt.Errorf("no device fingerprint on this machine: %s; "+
-		"on a GPU machine, check the NVIDIA driver (libcuda.so.1) and cuDNN (libcudnn.so.9) are installed, "+
-		"or point CONVCACHE_CUDA_LIBRARY and CONVCACHE_CUDNN_LIBRARY at them; elsewhere set CONVCACHE_SCOPE to name the environment",
-		message(err))}
+	return &exitErr{exitNoDevice, fmt.Errorf("no device fingerprint on this machine: %s", deviceReason(err))}
+}
+
+// deviceReason is the probe's reason without its prefix, with advice when
+// the probe gave none.
+func deviceReason(err error) string {
+	msg := strings.TrimPrefix(message(err), "not available: ")
+	if !strings.Contains(msg, "CONVCACHE_SCOPE") {
+		msg += "; set CONVCACHE_SCOPE to name the environment, or point CONVCACHE_CUDA_LIBRARY and CONVCACHE_CUDNN_LIBRARY at the libraries"
+	}
+	return msg
 }

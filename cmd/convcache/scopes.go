@@ -45,7 +45,7 @@ func currentScopes() ([]string, error) {
 	}
 	devs, _, err := probeDevices()
 	if err != nil {
-		return nil, fmt.Errorf("no fingerprint for \"current\": %w; set CONVCACHE_SCOPE, or name the scopes (convcache stats lists them)", err)
+		return nil, &exitErr{exitNoDevice, fmt.Errorf("no fingerprint for scope \"current\": %s; or name the scopes instead (convcache stats lists them)", deviceReason(err))}
 	}
 	tag, _ := config.LookupEnv("CONVCACHE_TAG")
 	var out []string
