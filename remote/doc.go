@@ -91,6 +91,11 @@
 //     a valid record for a key can make nodes use its value. Give the tier
 //     a database that only the cluster's jobs can write (a password, an ACL
 //     user, TLS).
+//   - The deadline bounds each call into the tier. A get_or_create of a
+//     cold key makes up to four (lookup, lookup, lock, lookup) before it
+//     builds, so a server that answers every call just under the deadline
+//     can delay it by up to four deadlines; one that misses the deadline
+//     costs one, since the calls after it skip the server.
 //   - Lookups that skip a down server are not counted as misses or errors;
 //     Errors counts the calls (and probes) that failed.
 //   - Flush and Close report no error: the tier fails open, and its
