@@ -3,7 +3,7 @@
  * library is loaded at run time, and a host runs on without it.
  *
  * Use
- *     #define CONVCACHE_DYNAMIC
+ *     #define CONVCACHE_DYNAMIC 1
  *     #include "convcache.h"
  * (or include this header alone, which does the same). Every convcache_*
  * function of convcache.h then becomes a static function of your

@@ -8,7 +8,7 @@
  *   LD_LIBRARY_PATH=build ./tuner            # with the library: tuned once
  *   CONVCACHE_LIBRARY=/nowhere.so ./tuner    # without: still works
  */
-#define CONVCACHE_DYNAMIC
+#define CONVCACHE_DYNAMIC 1
 #include "convcache.h"
 
 #include <stdio.h>

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define CONVCACHE_DYNAMIC
+#define CONVCACHE_DYNAMIC 1
 #include "convcache.h"
 
 int tu2_find_misses(void);      /* test_dynamic_tu2.c */

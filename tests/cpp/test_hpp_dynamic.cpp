@@ -2,7 +2,7 @@
 // -lconvcache. Run as `test_hpp_dynamic present` with the library reachable
 // and `test_hpp_dynamic absent` without it: the drop-in must keep working
 // (from memory) and never throw for a missing library.
-#define CONVCACHE_DYNAMIC
+#define CONVCACHE_DYNAMIC 1
 #include "convcache.hpp"
 
 #include "check.hpp"

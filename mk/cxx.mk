@@ -1,0 +1,149 @@
+# The C++ drop-in (include/convcache.hpp), the run-time loader
+# (include/convcache_dynamic.h), the examples, the demo and the installed
+# package (CMake config and pkg-config).
+#
+#   make test       runs cxx-test, examples-test and package-test among the rest
+#   make demo       the demo, twice against the default cache file
+#   make cxx-bench  the front map beside PyTorch's map (a measurement, not a test)
+
+CXX_DIR := $(BUILD)/cxx
+EX_DIR  := $(BUILD)/examples
+
+CXX_TEST_HDRS := $(BUILD)/include/.stamp tests/cpp/check.hpp
+# Run tests and examples without the caller's CONVCACHE_* settings.
+CXX_CLEAN_ENV := env -u CONVCACHE_PATH -u CONVCACHE_SCOPE -u CONVCACHE_MODE -u CONVCACHE_DISABLE \
+  -u CONVCACHE_LIBRARY -u CONVCACHE_REMOTE -u CONVCACHE_SYSTEM_PATH -u CONVCACHE_TAG
+# No -lconvcache: the dynamic header loads it. -ldl -lpthread for glibc < 2.34.
+DYN_LIBS := -ldl -lpthread
+
+CXX_TEST_BINS := $(CXX_DIR)/test_hpp $(CXX_DIR)/test_dynamic $(CXX_DIR)/test_hpp_dynamic
+EXAMPLE_BINS  := $(EX_DIR)/pytorch_conv $(EX_DIR)/openvino_executor $(EX_DIR)/c_dynamic $(EX_DIR)/demo
+
+$(CXX_DIR)/test_hpp: tests/cpp/test_hpp.cpp $(CXX_TEST_HDRS) $(LIB)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS) -o $@ $< $(LINK_CC)
+
+$(CXX_DIR)/bench_front: tests/cpp/bench_front.cpp $(CXX_TEST_HDRS) $(LIB)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS) -o $@ $< $(LINK_CC)
+
+# Built without the library, and checked to have no link-time dependency on it.
+define no_libconvcache
+	@if readelf -d $@ | grep -q libconvcache; then echo "$@ links libconvcache" >&2; rm -f $@; exit 1; fi
+endef
+
+$(CXX_DIR)/test_dynamic: tests/cpp/test_dynamic.c tests/cpp/test_dynamic_tu2.c $(BUILD)/include/.stamp
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -I$(BUILD)/include -o $@ tests/cpp/test_dynamic.c tests/cpp/test_dynamic_tu2.c $(DYN_LIBS)
+	$(no_libconvcache)
+
+$(CXX_DIR)/test_hpp_dynamic: tests/cpp/test_hpp_dynamic.cpp $(CXX_TEST_HDRS)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS) -I$(BUILD)/include -o $@ $< $(DYN_LIBS)
+	$(no_libconvcache)
+
+$(EX_DIR)/pytorch_conv: examples/pytorch/conv_cache.cpp $(BUILD)/include/.stamp $(LIB)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS) -o $@ $< $(LINK_CC)
+
+$(EX_DIR)/openvino_executor: examples/openvino/executor_cache.cpp $(BUILD)/include/.stamp $(LIB)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS) -o $@ $< $(LINK_CC)
+
+$(EX_DIR)/c_dynamic: examples/c_dynamic/main.c $(BUILD)/include/.stamp
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -I$(BUILD)/include -o $@ $< $(DYN_LIBS)
+	$(no_libconvcache)
+
+$(EX_DIR)/demo: examples/demo/demo.cpp examples/demo/kernels.hpp examples/demo/networks.hpp \
+                $(BUILD)/include/.stamp $(LIB)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS) -o $@ $< $(LINK_CC)
+
+.PHONY: cxx-test examples-test package-test cmake-test cxx-bench
+
+# Each recipe runs in a fresh temporary directory, removed on success.
+cxx-test: $(CXX_TEST_BINS) $(LIB)
+	@set -e; tmp=$$(mktemp -d); export TMPDIR=$$tmp; e="$(CXX_CLEAN_ENV)"; \
+	echo "== test_hpp"; $$e TMPDIR=$$tmp $(CXX_DIR)/test_hpp; \
+	echo "== test_dynamic (library present by CONVCACHE_LIBRARY, by LD_LIBRARY_PATH; missing; missing and disabled; not convcache)"; \
+	$$e CONVCACHE_LIBRARY=$(ABS_BUILD)/libconvcache.so.1 $(CXX_DIR)/test_dynamic present; \
+	$$e LD_LIBRARY_PATH=$(ABS_BUILD) $(CXX_DIR)/test_dynamic present; \
+	$$e CONVCACHE_LIBRARY=$$tmp/none/libconvcache.so.1 $(CXX_DIR)/test_dynamic absent; \
+	$$e CONVCACHE_LIBRARY=$$tmp/none/libconvcache.so.1 CONVCACHE_DISABLE=1 $(CXX_DIR)/test_dynamic quiet; \
+	$$e CONVCACHE_LIBRARY=libm.so.6 $(CXX_DIR)/test_dynamic foreign; \
+	echo "== test_hpp_dynamic"; \
+	$$e CONVCACHE_LIBRARY=$(ABS_BUILD)/libconvcache.so.1 $(CXX_DIR)/test_hpp_dynamic present; \
+	$$e CONVCACHE_LIBRARY=$$tmp/none/libconvcache.so.1 $(CXX_DIR)/test_hpp_dynamic absent 2>/dev/null; \
+	rm -rf $$tmp
+
+examples-test: $(EXAMPLE_BINS) $(LIB)
+	@set -e; tmp=$$(mktemp -d); e="$(CXX_CLEAN_ENV) TMPDIR=$$tmp CONVCACHE_PATH=$$tmp/examples.ccdb"; \
+	echo "== examples/pytorch: DDP rank on device 3 benchmarks; device 0 (same GPU model) hits; device 5 (another model) benchmarks"; \
+	$$e $(EX_DIR)/pytorch_conv --simulated-gpus --device 3 --expect cold | tail -1; \
+	$$e $(EX_DIR)/pytorch_conv --simulated-gpus --device 0 --expect warm | tail -1; \
+	$$e $(EX_DIR)/pytorch_conv --simulated-gpus --device 5 --expect cold | tail -1; \
+	echo "== examples/openvino: 4 streams build each shape once; a second process builds nothing"; \
+	$$e $(EX_DIR)/openvino_executor --expect cold | tail -1; \
+	$$e $(EX_DIR)/openvino_executor --expect warm | tail -1; \
+	echo "== examples/c_dynamic: with the library (twice), then without it"; \
+	$$e LD_LIBRARY_PATH=$(ABS_BUILD) $(EX_DIR)/c_dynamic | tail -1; \
+	$$e LD_LIBRARY_PATH=$(ABS_BUILD) $(EX_DIR)/c_dynamic > $$tmp/c2.txt; tail -1 $$tmp/c2.txt; \
+	grep -q "^0 of 3 problems tuned" $$tmp/c2.txt || { echo "c_dynamic: second run tuned again" >&2; exit 1; }; \
+	$$e CONVCACHE_LIBRARY=$$tmp/none.so $(EX_DIR)/c_dynamic > $$tmp/c3.txt 2>$$tmp/c3.err; tail -1 $$tmp/c3.txt; \
+	grep -q "^3 of 3 problems tuned" $$tmp/c3.txt && grep -q "running without the cache" $$tmp/c3.err; \
+	echo "== examples/demo: kernels agree; a quick workload twice (second run benchmarks nothing)"; \
+	$(EX_DIR)/demo --self-test; \
+	$$e $(EX_DIR)/demo --quick --cold --report $$tmp/demo1.txt > $$tmp/demo1.out; \
+	$$e $(EX_DIR)/demo --quick --run 2 --compare $$tmp/demo1.txt | tail -1; \
+	rm -rf $$tmp
+
+cxx-bench: $(CXX_DIR)/bench_front
+	$(CXX_DIR)/bench_front
+
+TEST_TARGETS += cxx-test examples-test package-test cmake-test
+
+# The main job: a varying-shape workload against the default cache file,
+# twice. The first run starts cold (CONVCACHE_MODE_RECACHE), so that the
+# comparison holds however often `make demo` has run before.
+demo: $(EX_DIR)/demo
+	@mkdir -p $(BUILD)/demo
+	@$(EX_DIR)/demo --run 1 --cold --report $(BUILD)/demo/run1.txt
+	@$(EX_DIR)/demo --run 2 --report $(BUILD)/demo/run2.txt --compare $(BUILD)/demo/run1.txt
+
+# ---- the installed package: CMake config files beside convcache.pc ---------
+
+CMAKE_PKG_DIR := $(LIBDIR)/cmake/convcache
+INSTALL_TARGETS += install-cmake-package
+
+.PHONY: install-cmake-package
+install-cmake-package:
+	install -d $(DESTDIR)$(CMAKE_PKG_DIR)
+	sed -e 's|@CONVCACHE_LIBDIR@|$(LIBDIR)|g' -e 's|@CONVCACHE_INCDIR@|$(INCDIR)|g' \
+	    -e 's|@CONVCACHE_VERSION@|$(VERSION)|g' -e 's|@CONVCACHE_VERSION_MAJOR@|$(VERSION_MAJOR)|g' \
+	    cmake/convcacheConfig.cmake.in > $(DESTDIR)$(CMAKE_PKG_DIR)/convcacheConfig.cmake
+	sed -e 's|@CONVCACHE_VERSION@|$(VERSION)|g' \
+	    cmake/convcacheConfigVersion.cmake.in > $(DESTDIR)$(CMAKE_PKG_DIR)/convcacheConfigVersion.cmake
+
+# Installs into a temporary prefix, then builds and runs a consumer found by
+# find_package(convcache CONFIG) and one built with pkg-config's flags.
+package-test: $(LIB) $(BUILD)/include/.stamp
+	@set -e; tmp=$$(mktemp -d); \
+	echo "== package: make install PREFIX=$$tmp/prefix"; \
+	$(MAKE) --no-print-directory -s install PREFIX=$$tmp/prefix >/dev/null; \
+	$(CXX_CLEAN_ENV) TMPDIR=$$tmp sh tests/cpp/consumer/run.sh $$tmp/prefix $$tmp/work; \
+	rm -rf $$tmp
+
+# CMakeLists.txt end to end: configure, build (the go build and the tests),
+# run a quick subset with ctest (make test runs the full C suite already),
+# install, and build the consumers against that installation.
+cmake-test: $(LIB)
+	@set -e; tmp=$$(mktemp -d); \
+	echo "== cmake: configure, build, ctest, install, consumers of the installed package"; \
+	{ cmake -S . -B $$tmp/build -DCMAKE_BUILD_TYPE=Release && cmake --build $$tmp/build -j2; } \
+	  > $$tmp/build.log 2>&1 || { cat $$tmp/build.log >&2; exit 1; }; \
+	(cd $$tmp/build && $(CXX_CLEAN_ENV) TMPDIR=$$tmp ctest --output-on-failure \
+	  -R '^(exports|test_api|test_hpp|test_dynamic_present|test_dynamic_absent)$$' | tail -3); \
+	cmake --install $$tmp/build --prefix $$tmp/prefix > /dev/null; \
+	$(CXX_CLEAN_ENV) TMPDIR=$$tmp sh tests/cpp/consumer/run.sh $$tmp/prefix $$tmp/work; \
+	rm -rf $$tmp
