@@ -94,6 +94,11 @@
 // under) for each CUDA device, or why there is none. --device N prints only
 // device N's scope string, as the library computes it, for scripts.
 //
+// The command ignores CONVCACHE_MODE and CONVCACHE_DISABLE: its writes are
+// asked for explicitly. It reads CONVCACHE_PATH, CONVCACHE_SCOPE,
+// CONVCACHE_TAG, CONVCACHE_LOCK_TIMEOUT_MS, CONVCACHE_CUDA_LIBRARY and
+// CONVCACHE_CUDNN_LIBRARY as the library does, and reports the others.
+//
 // merge, import and verify show a progress bar on standard error when it is
 // a terminal, and nothing otherwise.
 //
@@ -102,8 +107,8 @@
 //	0  success
 //	1  damage found: verify found corrupt records or a bad structure, or a
 //	   file's header is damaged
-//	2  usage: a bad flag or argument, a scope with no entries to export,
-//	   an output file that already exists
+//	2  usage: a bad flag or argument, a scope with no entries to export or
+//	   import, an output file that already exists
 //	3  I/O or format error: a file could not be read or written, or is not a
 //	   convcache file (or is of a newer format version)
 //	4  no device fingerprint: scope (or a --scope/--keep-scope current)

@@ -46,7 +46,7 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 			if err == flag.ErrHelp {
 				return nil, err
 			}
-			return nil, &exitErr{exitUsage, err}
+			return nil, quietErr{exitUsage} // the flag package printed why, and the usage
 		}
 		args = fs.Args()
 		if len(args) == 0 {
