@@ -156,4 +156,27 @@ func TestCompact(t *testing.T) {
 		t.Fatalf("stderr %q", r.stderr)
 	}
 	mustRun(t, exitIO, nil, "compact", filepath.Join(t.TempDir(), "none.ccdb"))
+
+	// Through a symbolic link: the file it names is replaced, under that
+	// file's lock, and the link stays a link.
+	link := filepath.Join(t.TempDir(), "link.ccdb")
+	if err := os.Symlink(path, link); err != nil {
+		t.Fatal(err)
+	}
+	lk, err = lock.New(path + ".lock").Lock(time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, exitLock, nil, "compact", link, "--lock-timeout", "100ms")
+	lk.Unlock()
+	r = mustRun(t, exitOK, nil, "compact", link)
+	if !strings.Contains(r.stdout, "compacted "+path) {
+		t.Fatalf("stdout %q", r.stdout)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatal("the link was replaced by a file")
+	}
+	if _, err := os.Stat(link + ".lock"); err == nil {
+		t.Fatal("a lock file was made beside the link")
+	}
 }
