@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/convcache/convcache/cache"
@@ -40,8 +39,7 @@ type entryJSON struct {
 // lsHexMax is how much of an undecoded key or value ls shows.
 const lsHexMax = 32
 
-func runLs(e *env, args []string) error   { return list(e, "ls", args, false) }
-func runDump(e *env, args []string) error { return list(e, "dump", args, true) }
+func runLs(e *env, args []string) error { return list(e, "ls", args, false) }
 
 func list(e *env, name string, args []string, full bool) error {
 	fl := newFlags(e, name)
@@ -133,39 +131,4 @@ func toJSON(en cache.Entry, hexMax int, full bool) entryJSON {
 		j.Params, j.FindKey, j.Perfs = d.Params, d.FindKey, d.Perfs
 	}
 	return j
-}
-
-func printEntry(w *bufio.Writer, now time.Time, en cache.Entry, d *decoded) {
-	layout := d.Layout
-	if layout == "" {
-		layout = "unknown (hex)"
-	}
-	fmt.Fprintf(w, "\n  layout    %s\n", layout)
-	fmt.Fprintf(w, "  key       %s\n", d.Key)
-	if len(d.Perfs) > 1 {
-		fmt.Fprintf(w, "  value     %d results\n", len(d.Perfs))
-		for _, p := range d.Perfs {
-			fmt.Fprintf(w, "              %s\n", p.Format(d.Op))
-		}
-	} else {
-		fmt.Fprintf(w, "  value     %s\n", d.Value)
-	}
-	fmt.Fprintf(w, "  inserted  %s\n", timeText(now, en.Inserted))
-	fmt.Fprintf(w, "  used      %s\n", timeText(now, en.Used))
-	fmt.Fprintf(w, "  key hex (%d B)\n%s", len(en.Key), indent(hex.Dump(en.Key), "    "))
-	fmt.Fprintf(w, "  value hex (%d B)\n%s", len(en.Value), indent(hex.Dump(en.Value), "    "))
-}
-
-func indent(s, pre string) string {
-	if s == "" {
-		return ""
-	}
-	lines := strings.SplitAfter(s, "\n")
-	var b strings.Builder
-	for _, l := range lines {
-		if l != "" {
-			b.WriteString(pre + l)
-		}
-	}
-	return b.String()
 }

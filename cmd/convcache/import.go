@@ -1,0 +1,75 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/convcache/convcache/cache"
+)
+
+func runImport(e *env, args []string) error {
+	fl := newFlags(e, "import")
+	into := fl.String("cache", "", "the live cache to import into (default: the default cache file)")
+	var scopes strList
+	fl.Var(&scopes, "scope", "import only this scope: a name, current, or #HASH (repeatable)")
+	timeout := lockTimeout(fl)
+	bundles, err := parse(fl, args)
+	if err != nil {
+		return err
+	}
+	if len(bundles) == 0 {
+		return usageErr("name the bundles to import: convcache import [--cache PATH] FILE...")
+	}
+	path, err := resolve(*into)
+	if err != nil {
+		return err
+	}
+	filter, err := newScopeFilter(scopes)
+	if err != nil {
+		return err
+	}
+	files, err := e.readInputs("import", bundles)
+	if err != nil {
+		return err
+	}
+	var incoming []cache.Entry
+	var from []string
+	for i, f := range files {
+		for _, en := range f.Entries() {
+			if filter.match(en.ScopeHash) {
+				incoming = append(incoming, en)
+				from = append(from, bundles[i])
+			}
+		}
+	}
+	if len(incoming) == 0 {
+		return usageErr("no entries of %s in %v: nothing to import", filter, bundles)
+	}
+	// Merge under the cache's lock: writers in other processes wait (at
+	// most their lock timeout, keeping their entries in memory meanwhile),
+	// and handles that have the file open pick the new one up on their next
+	// miss.
+	var m *merger
+	counts := map[outcome]int{}
+	bar := e.progress("importing", int64(len(incoming)))
+	bar.count = true
+	err = cache.Update(path, *timeout, func(live []cache.Entry) ([]cache.Entry, error) {
+		m = newMerger()
+		clear(counts)
+		for _, en := range live {
+			m.add(en, path)
+		}
+		for i, en := range incoming {
+			counts[m.add(en, from[i])]++
+			bar.add(1)
+		}
+		return m.entries(), nil
+	})
+	bar.finish()
+	if err != nil {
+		return err
+	}
+	printConflicts(e.stdout, m.conflicts)
+	fmt.Fprintf(e.stdout, "imported %d entries into %s: %d new, %d replaced, %d unchanged, %d kept (the live value won)\n",
+		len(incoming), path, counts[added], counts[replaced], counts[same], counts[kept])
+	return nil
+}
