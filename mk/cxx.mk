@@ -77,25 +77,29 @@ cxx-test: $(CXX_TEST_BINS) $(LIB)
 	$$e CONVCACHE_LIBRARY=$$tmp/none/libconvcache.so.1 $(CXX_DIR)/test_hpp_dynamic absent 2>/dev/null; \
 	rm -rf $$tmp
 
+# last RUN...: runs a program, shows its last line, and shows all of it and
+# fails if it fails.
 examples-test: $(EXAMPLE_BINS) $(LIB)
 	@set -e; tmp=$$(mktemp -d); e="$(CXX_CLEAN_ENV) TMPDIR=$$tmp CONVCACHE_PATH=$$tmp/examples.ccdb"; \
+	last() { "$$@" > $$tmp/out 2>&1 || { cat $$tmp/out >&2; echo "failed: $$*" >&2; exit 1; }; tail -1 $$tmp/out; }; \
 	echo "== examples/pytorch: DDP rank on device 3 benchmarks; device 0 (same GPU model) hits; device 5 (another model) benchmarks"; \
-	$$e $(EX_DIR)/pytorch_conv --simulated-gpus --device 3 --expect cold | tail -1; \
-	$$e $(EX_DIR)/pytorch_conv --simulated-gpus --device 0 --expect warm | tail -1; \
-	$$e $(EX_DIR)/pytorch_conv --simulated-gpus --device 5 --expect cold | tail -1; \
+	last $$e $(EX_DIR)/pytorch_conv --simulated-gpus --device 3 --expect cold; \
+	last $$e $(EX_DIR)/pytorch_conv --simulated-gpus --device 0 --expect warm; \
+	last $$e $(EX_DIR)/pytorch_conv --simulated-gpus --device 5 --expect cold; \
 	echo "== examples/openvino: 4 streams build each shape once; a second process builds nothing"; \
-	$$e $(EX_DIR)/openvino_executor --expect cold | tail -1; \
-	$$e $(EX_DIR)/openvino_executor --expect warm | tail -1; \
+	last $$e $(EX_DIR)/openvino_executor --expect cold; \
+	last $$e $(EX_DIR)/openvino_executor --expect warm; \
 	echo "== examples/c_dynamic: with the library (twice), then without it"; \
-	$$e LD_LIBRARY_PATH=$(ABS_BUILD) $(EX_DIR)/c_dynamic | tail -1; \
-	$$e LD_LIBRARY_PATH=$(ABS_BUILD) $(EX_DIR)/c_dynamic > $$tmp/c2.txt; tail -1 $$tmp/c2.txt; \
-	grep -q "^0 of 3 problems tuned" $$tmp/c2.txt || { echo "c_dynamic: second run tuned again" >&2; exit 1; }; \
-	$$e CONVCACHE_LIBRARY=$$tmp/none.so $(EX_DIR)/c_dynamic > $$tmp/c3.txt 2>$$tmp/c3.err; tail -1 $$tmp/c3.txt; \
-	grep -q "^3 of 3 problems tuned" $$tmp/c3.txt && grep -q "running without the cache" $$tmp/c3.err; \
-	echo "== examples/demo: kernels agree; a quick workload twice (second run benchmarks nothing)"; \
-	$(EX_DIR)/demo --self-test; \
-	$$e $(EX_DIR)/demo --quick --cold --report $$tmp/demo1.txt > $$tmp/demo1.out; \
-	$$e $(EX_DIR)/demo --quick --run 2 --compare $$tmp/demo1.txt | tail -1; \
+	last $$e LD_LIBRARY_PATH=$(ABS_BUILD) $(EX_DIR)/c_dynamic; \
+	last $$e LD_LIBRARY_PATH=$(ABS_BUILD) $(EX_DIR)/c_dynamic; \
+	grep -q "^0 of 3 problems tuned" $$tmp/out || { echo "c_dynamic: the second run tuned again" >&2; exit 1; }; \
+	last $$e CONVCACHE_LIBRARY=$$tmp/none.so $(EX_DIR)/c_dynamic; \
+	grep -q "running without the cache" $$tmp/out && grep -q "^3 of 3 problems tuned" $$tmp/out \
+	  || { echo "c_dynamic: without the library it should warn once and tune" >&2; exit 1; }; \
+	echo "== examples/demo: kernels agree; a quick workload twice (the second run benchmarks nothing)"; \
+	last $(EX_DIR)/demo --self-test; \
+	last $$e $(EX_DIR)/demo --quick --cold --report $$tmp/demo1.txt; \
+	last $$e $(EX_DIR)/demo --quick --run 2 --compare $$tmp/demo1.txt; \
 	rm -rf $$tmp
 
 cxx-bench: $(CXX_DIR)/bench_front
@@ -135,15 +139,18 @@ package-test: $(LIB) $(BUILD)/include/.stamp
 	rm -rf $$tmp
 
 # CMakeLists.txt end to end: configure, build (the go build and the tests),
-# run a quick subset with ctest (make test runs the full C suite already),
+# run a quick subset with ctest (make test runs the full C suite already;
+# test_api runs its own binary as nobody, hence no TMPDIR and chmod 755),
 # install, and build the consumers against that installation.
 cmake-test: $(LIB)
-	@set -e; tmp=$$(mktemp -d); \
+	@set -e; tmp=$$(mktemp -d); chmod 755 $$tmp; \
 	echo "== cmake: configure, build, ctest, install, consumers of the installed package"; \
 	{ cmake -S . -B $$tmp/build -DCMAKE_BUILD_TYPE=Release && cmake --build $$tmp/build -j2; } \
 	  > $$tmp/build.log 2>&1 || { cat $$tmp/build.log >&2; exit 1; }; \
-	(cd $$tmp/build && $(CXX_CLEAN_ENV) TMPDIR=$$tmp ctest --output-on-failure \
-	  -R '^(exports|test_api|test_hpp|test_dynamic_present|test_dynamic_absent)$$' | tail -3); \
+	(cd $$tmp/build && $(CXX_CLEAN_ENV) ctest --output-on-failure \
+	  -R '^(exports|test_api|test_hpp|test_dynamic_present|test_dynamic_absent)$$' > $$tmp/ctest.log 2>&1) \
+	  || { cat $$tmp/ctest.log >&2; exit 1; }; \
+	grep "tests passed" $$tmp/ctest.log; \
 	cmake --install $$tmp/build --prefix $$tmp/prefix > /dev/null; \
 	$(CXX_CLEAN_ENV) TMPDIR=$$tmp sh tests/cpp/consumer/run.sh $$tmp/prefix $$tmp/work; \
 	rm -rf $$tmp
