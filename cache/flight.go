@@ -193,13 +193,13 @@ func (c *Cache) leadCluster(key, dst []byte, build BuildFunc, deadline time.Time
 	if r == nil {
 		return c.buildAndInsert(key, dst, build)
 	}
+	// The caller's Find has just asked the remote tier: take the lock first,
+	// and look again only once holding it or after waiting.
 	backoff := 2 * time.Millisecond
 	for {
-		if n, found, err := c.remoteGet(key, dst); found {
-			return n, false, err
-		}
 		if unlock, ok := r.TryLock(c.scope, key); ok {
 			defer unlock()
+			// Another node may have published it since our last look.
 			if n, found, err := c.remoteGet(key, dst); found {
 				return n, false, err
 			}
@@ -210,6 +210,9 @@ func (c *Cache) leadCluster(key, dst []byte, build BuildFunc, deadline time.Time
 		}
 		time.Sleep(min(backoff, time.Until(deadline)))
 		backoff = min(2*backoff, 50*time.Millisecond)
+		if n, found, err := c.remoteGet(key, dst); found {
+			return n, false, err
+		}
 	}
 }
 
