@@ -12,6 +12,7 @@ const char *kScope = "cudnn-v1;gpu=NVIDIA H100 80GB HBM3;cc=9.0;sm=132;driver=13
 struct CAbi {
     static constexpr const char *kName = "convcache C ABI";
     static constexpr bool kPersistent = true;
+    static constexpr bool kFillsOnFind = false;
 
     convcache *c = nullptr;
 

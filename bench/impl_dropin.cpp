@@ -14,6 +14,7 @@ const char *kScope = "cudnn-v1;gpu=NVIDIA H100 80GB HBM3;cc=9.0;sm=132;driver=13
 struct DropIn {
     static constexpr const char *kName = "convcache C++ drop-in";
     static constexpr bool kPersistent = true;
+    static constexpr bool kFillsOnFind = true;
 
     convcachepp::Cache cache;
     convcachepp::BenchmarkCache<bench::Key, bench::Value> bc;

@@ -18,6 +18,7 @@ namespace {
 struct Naive {
     static constexpr const char *kName = "naive file";
     static constexpr bool kPersistent = true;
+    static constexpr bool kFillsOnFind = false;
 
     std::string path;
     bench::BenchmarkCache<bench::Value> cache;

@@ -41,9 +41,13 @@ $(BENCH_DIR)/plot: $(wildcard bench/plot/*.go)
 	@mkdir -p $(BENCH_DIR)
 	$(GO) build -o $@ ./bench/plot
 
+# The demo workload (examples/demo, built by mk/cxx.mk) adds the cold vs warm
+# rows when it is in the tree.
+BENCH_DEMO := $(if $(wildcard examples/demo/demo.cpp),$(BUILD)/examples/demo)
+
 .PHONY: bench-table bench-go
-bench-table: $(BENCH_BINS) $(BENCH_DIR)/runner $(BENCH_DIR)/plot
-	$(BENCH_DIR)/runner -bin $(BENCH_DIR) -out $(BENCH_DIR) -impls $(subst $(bench_space),$(bench_comma),$(strip $(BENCH_WORKERS))) $(BENCH_FLAGS)
+bench-table: $(BENCH_BINS) $(BENCH_DIR)/runner $(BENCH_DIR)/plot $(BENCH_DEMO)
+	$(BENCH_DIR)/runner -bin $(BENCH_DIR) -out $(BENCH_DIR) -impls $(subst $(bench_space),$(bench_comma),$(strip $(BENCH_WORKERS))) $(if $(BENCH_DEMO),-demo $(BENCH_DEMO)) $(BENCH_FLAGS)
 	$(BENCH_DIR)/plot -in $(BENCH_DIR)/results.json -out $(BENCH_DIR)
 
 # Go benchmarks: find/insert/load/save over sizes and goroutines.

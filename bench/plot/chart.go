@@ -170,7 +170,11 @@ func (ch *chart) draw() *canvas {
 				c.line(x-5, ymap(p.hi), x+5, ymap(p.hi), 2, s.col)
 				c.marker(x, ymap(p.y), s.shape, s.col)
 				if p.note != "" {
-					c.text(x+9, ymap(p.y)+6, p.note, scale, s.col)
+					nx := x + 9
+					if nx+textWidth(p.note, scale) > right { // keep clear of the legend
+						nx = x - 9 - textWidth(p.note, scale)
+					}
+					c.text(nx, ymap(p.y)+8, p.note, scale, s.col)
 				}
 			}
 		}

@@ -61,6 +61,7 @@ type Results struct {
 	Impls       []impl                          `json:"impls"`
 	Samples     map[string]map[string][]float64 `json:"samples"` // metric -> impl id -> samples
 	Notes       []string                        `json:"notes"`
+	LoadAvg     [2]string                       `json:"load_average"` // at the start and the end
 	WallSeconds float64                         `json:"wall_seconds"`
 }
 
@@ -80,7 +81,9 @@ var (
 	reps    = flag.Int("reps", 5, "repeats of each figure")
 	repsBig = flag.Int("reps-large", 3, "repeats of the 1M-entry figures")
 	hitMs   = flag.Int("hit-ms", 300, "minimum duration of each timed hit loop, ms")
-	perW    = flag.Int("per-writer", 10000, "keys each writer process inserts")
+	perW    = flag.Int("per-writer", 5000, "keys each writer process inserts")
+	demo    = flag.String("demo", "", "the demo binary (examples/demo): adds its cold and warm runs")
+	demoRep = flag.Int("demo-reps", 3, "repeats of the demo workload")
 	quick   = flag.Bool("quick", false, "a fast smoke run: 10k and 100k entries, 1 repeat")
 	keep    = flag.Bool("keep", false, "keep the stores in the work directory")
 	only    = flag.String("impls", "", "comma-separated implementation keys to run (default: every built one)")
@@ -98,6 +101,7 @@ func main() {
 		*reps, *repsBig = 1, 1
 		*hitMs = 100
 		*perW = 2000
+		*demoRep = 1
 	}
 	res := &Results{
 		Date:      start.UTC().Format("2006-01-02 15:04 UTC"),
@@ -111,6 +115,7 @@ func main() {
 		HitMillis: *hitMs,
 		Samples:   map[string]map[string][]float64{},
 	}
+	res.LoadAvg[0] = loadAvg()
 	for _, im := range allImpls {
 		im.bin = filepath.Join(*binDir, "bench_"+im.Key)
 		if _, err := os.Stat(im.bin); err != nil {
@@ -222,6 +227,28 @@ func main() {
 		}
 	}
 
+	// 5. The demo workload (make demo): time spent choosing algorithms in a
+	//    cold run and in the warm run after it, through the C++ drop-in; and
+	//    with CONVCACHE_MODE=off, where the drop-in keeps results in memory
+	//    only, as PyTorch's own map does, so every run benchmarks again.
+	if _, err := os.Stat(*demo); *demo != "" && err == nil {
+		phase("demo: the demo workload, cold run then warm run")
+		for r := 0; r < *demoRep; r++ {
+			path := filepath.Join(wd, fmt.Sprintf("demo-%d.ccdb", r))
+			cold := runDemo(path, wd, "--run", "1", "--cold")
+			warm := runDemo(path, wd, "--run", "2")
+			mem := runDemo(path+"-off", wd, "--run", "1", "CONVCACHE_MODE=off")
+			res.add("demo_cold_ms", "b", cold*1e3)
+			res.add("demo_warm_ms", "b", warm*1e3)
+			res.add("demo_cold_ms", "c", mem*1e3)
+			res.add("demo_warm_ms", "c", mem*1e3)
+			progress("demo rep %d: cold %.2f s, warm %.3f ms; memory only %.2f s", r+1, cold, warm*1e3, mem)
+		}
+	} else {
+		res.Notes = append(res.Notes, "Demo workload (cold vs warm run): pending, examples/demo is not built.")
+	}
+
+	res.LoadAvg[1] = loadAvg()
 	res.WallSeconds = time.Since(start).Seconds()
 	tbl := table(res)
 	fmt.Println()
@@ -293,6 +320,56 @@ func writeRound(im impl, path string, p, k int) (tput float64, lost, errs int) {
 		}
 	}
 	return tput, lost, errs
+}
+
+// runDemo runs the demo once on the cache file path and returns the seconds
+// it spent choosing algorithms. An argument NAME=VALUE is an environment
+// variable for it.
+func runDemo(path, dir string, args ...string) float64 {
+	report := filepath.Join(dir, "demo-report.txt")
+	os.Remove(report)
+	var env, flags []string
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, "CONVCACHE_") {
+			env = append(env, e)
+		}
+	}
+	env = append(env, "CONVCACHE_PATH="+path)
+	for _, a := range args {
+		if strings.Contains(a, "=") {
+			env = append(env, a)
+		} else {
+			flags = append(flags, a)
+		}
+	}
+	cmd := exec.Command(*demo, append(flags, "--report", report)...)
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		fatalf("%s %s: %v\n%s", *demo, strings.Join(args, " "), err, out)
+	}
+	b, err := os.ReadFile(report)
+	must(err)
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "choosing_s="); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			must(err)
+			return f
+		}
+	}
+	fatalf("%s: no choosing_s in %s", *demo, report)
+	return 0
+}
+
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 // workerCmd is a worker process with CONVCACHE_* variables removed from its
