@@ -154,22 +154,16 @@ func (c *Cache) openPath(path string) error {
 		}
 		path = p
 	}
-	abs, err := filepath.Abs(path)
+	// Compaction renames over the file itself, never over a symlink to it.
+	path, err := ResolvePath(path)
 	if err != nil {
-		return fmt.Errorf("%w: cache path %q: %v", ErrInvalid, path, err)
-	}
-	path = abs
-	if real, err := filepath.EvalSymlinks(path); err == nil {
-		path = real // compaction renames over the file, not over a symlink to it
+		return err
 	}
 	c.path = path
 	c.lk = lock.New(path + ".lock")
 	c.readOnly = c.mode == ModeReadOnly
 	if c.readOnly {
 		c.roReason = "mode ro"
-	}
-	if fi, err := c.fs.Stat(path); err == nil && fi.IsDir() {
-		return fmt.Errorf("%w: cache path %s is a directory: name a file inside it", ErrInvalid, path)
 	}
 	if !c.readOnly {
 		if err := c.fs.MkdirAll(filepath.Dir(path), 0o700); err != nil {

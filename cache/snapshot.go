@@ -38,7 +38,7 @@ func encoder() *zstd.Encoder {
 		zenc, _ = zstd.NewWriter(nil,
 			zstd.WithEncoderConcurrency(1),
 			zstd.WithEncoderLevel(zstd.SpeedBetterCompression),
-			zstd.WithEncoderCRC(false), // the frame carries a CRC-32C
+			zstd.WithEncoderCRC(false),   // the frame carries a CRC-32C
 			zstd.WithWindowSize(256<<10), // a chunk is ~128 KiB raw: a larger window only costs memory
 			zstd.WithLowerEncoderMem(true))
 	})

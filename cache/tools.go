@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -186,10 +187,24 @@ func DecodeFile(name string, data []byte) (*File, error) { return parseFile(name
 // holding the file lock (waiting at most timeout) so that no process appends
 // meanwhile, and publishing the new file by rename. Processes that have the
 // file open pick the new one up on their next miss. fn sees every entry of
-// every scope; an error from fn leaves the file unchanged.
+// every scope; an error from fn leaves the file unchanged. A symbolic link
+// is followed, as Open follows it.
 func Rewrite(path string, timeout time.Duration, fn func([]Entry) ([]Entry, error)) error {
+	return rewrite(path, timeout, false, fn)
+}
+
+func rewrite(path string, timeout time.Duration, create bool, fn func([]Entry) ([]Entry, error)) error {
+	path, err := ResolvePath(path)
+	if err != nil {
+		return err
+	}
 	if timeout <= 0 {
 		timeout = DefaultLockTimeout
+	}
+	if create {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return ioErr(err, "create the cache directory", filepath.Dir(path), "set CONVCACHE_PATH to a writable location")
+		}
 	}
 	lk, err := lock.New(path + ".lock").Lock(timeout)
 	if err != nil {
@@ -199,11 +214,15 @@ func Rewrite(path string, timeout time.Duration, fn func([]Entry) ([]Entry, erro
 		return ioErr(err, "lock", path+".lock", "check the directory's permissions")
 	}
 	defer lk.Unlock()
-	f, err := ReadFile(path)
-	if err != nil {
-		return err
+	var in []Entry
+	if _, err := os.Lstat(path); err == nil || !create {
+		f, err := ReadFile(path)
+		if err != nil {
+			return err
+		}
+		in = f.Entries()
 	}
-	out, err := fn(f.Entries())
+	out, err := fn(in)
 	if err != nil {
 		return err
 	}
