@@ -27,6 +27,9 @@ func probe(device int, cudaLib, cudnnLib string) (Device, error) {
 	var out C.ccn_device
 	var msg [1024]C.char
 	rc := C.ccn_probe(C.int(device), ccuda, ccudnn, &out, &msg[0], C.size_t(len(msg)))
+	if rc == C.CCN_NO_DEVICE {
+		return Device{}, fmt.Errorf("%w: %s", ErrNoDevice, C.GoString(&msg[0]))
+	}
 	if rc != C.CCN_OK {
 		return Device{}, fmt.Errorf("%w: %s", ErrUnavailable, C.GoString(&msg[0]))
 	}

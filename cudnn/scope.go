@@ -22,6 +22,10 @@ const ProbeTimeout = 30 * time.Second
 // available. The returned error wraps it with the reason and what to do.
 var ErrUnavailable = errors.New("convcache: not available")
 
+// ErrNoDevice reports a device ordinal past the last device. It wraps
+// ErrUnavailable; tools that enumerate devices stop at it.
+var ErrNoDevice = fmt.Errorf("%w: no such CUDA device", ErrUnavailable)
+
 // Device is what the fingerprint reads about one CUDA device and the
 // libraries in use.
 type Device struct {

@@ -37,7 +37,7 @@ $(STANDIN_DIR)/scope_test: tests/preload/scope_test.c $(LIB) $(BUILD)/include/.s
 	$(CC) $(CFLAGS) -o $@ $< $(LINK_CC)
 
 .PHONY: cudnn-test install-preload
-cudnn-test: $(LIB) $(PRELOAD_LIB) $(STANDINS) $(PRELOAD_TEST_BINS)
+cudnn-test: $(LIB) $(PRELOAD_LIB) $(STANDINS) $(PRELOAD_TEST_BINS) $(BUILD)/convcache
 	sh tests/preload/run.sh $(BUILD)
 
 install-preload: $(PRELOAD_LIB)

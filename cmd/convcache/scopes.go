@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -25,9 +26,7 @@ func probeDevices() (devs []cudnn.Device, partial error, err error) {
 			if i == 0 {
 				return nil, nil, err
 			}
-			// The probe says "no CUDA device N: K device(s) visible" past
-			// the last device.
-			if strings.Contains(err.Error(), "no CUDA device") {
+			if errors.Is(err, cudnn.ErrNoDevice) { // past the last device
 				break
 			}
 			return devs, fmt.Errorf("device %d: %w", i, err), nil

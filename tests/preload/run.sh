@@ -152,6 +152,17 @@ done
 
 # ---- 6. The fingerprint itself.
 fresh
+# `convcache scope` lists every device of the stand-in driver and stops after
+# the last (cudnn.ErrNoDevice), whatever the count.
+if [ -x "$B/convcache" ]; then
+    for ndev in 1 3; do
+        got=$(STANDIN_CUDA_DEVICES=$ndev CONVCACHE_CUDA_LIBRARY=$S/libcuda.so.1 CONVCACHE_CUDNN_LIBRARY=$S/libcudnn.so.9 \
+            timeout 60 "$B/convcache" scope 2>"$T/err" | grep -c 'cc1;gpu=Standin GPU')
+        if [ "$got" = "$ndev" ]; then ok "convcache scope lists $ndev stand-in device(s)"
+        else bad "convcache scope listed $got of $ndev stand-in devices: $(cat "$T/err")"; fi
+    done
+fi
+
 if LD_LIBRARY_PATH=$S STANDIN_DIR=$S timeout 60 "$S/scope_test" 2>"$T/err"; then
     ok "scope_test: format, CONVCACHE_TAG, CONVCACHE_SCOPE, errors"
 else bad "scope_test:"; cat "$T/err" >&2; fi
