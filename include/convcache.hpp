@@ -23,10 +23,13 @@
  * ---- BenchmarkCache: the hot path and what it allows --------------------
  *
  * find() first reads an in-process front map: an insert-only open-addressing
- * table of atomic node pointers, hashed with a 64-bit multiply-fold hash of
- * the key bytes. Readers take no lock and write no shared memory; writers
- * (insert, and fills after a front-map miss) are serialised by a mutex and
- * publish a node, or a grown table, with one release store. A front-map miss
+ * table (linear probing, load <= 0.8) of atomic node pointers that carry 4
+ * bits of a 64-bit multiply-fold hash of the key bytes. Readers take no lock
+ * and write no shared memory (but for one flag per entry per epoch, below);
+ * writers (insert, and fills after a front-map miss) are serialised by a
+ * mutex and publish a node, or a grown table, with one release store. A
+ * node is the key and the value and 4 bytes, rounded up to 16 (160 bytes
+ * for PyTorch's 104-byte key and 48-byte value). A front-map miss
  * asks the library, which also sees what other processes wrote to the file,
  * and copies a hit into the front map. insert() writes through: front map
  * first, then the library (which appends to the file before it returns).
@@ -729,7 +732,11 @@ public:
      * process and the processes sharing the file (convcache_get_or_create).
      * Returns {value, true} when it came from the cache or another builder,
      * {value, false} when this call built it. An exception thrown by the
-     * builder propagates to this caller, and nothing is stored.
+     * builder propagates to this caller, and nothing is stored. Where the
+     * library cannot help (no handle for the device, a forked child, the
+     * library missing under CONVCACHE_DYNAMIC) the builder runs in the
+     * calling thread, without single flight, and the value is kept in
+     * memory.
      */
     template <class Builder>
     std::pair<T, bool> getOrCreate(const Params &params, Builder &&builder) {

@@ -284,7 +284,7 @@ static int run(int argc, char **argv) {
     if (cold) o.mode = CONVCACHE_MODE_RECACHE;
     convcachepp::Cache cache(o);
     convcachepp::BenchmarkCache<ConvolutionParams, AlgoChoice> algos(cache, "demo.conv2d.fwd");
-    const double budget = quick ? 2e5 : 12e6;
+    const double budget = quick ? 2e5 : 20e6;
     Tuner tuner(budget);
 
     std::printf("\n=== convcache demo, run %d%s\n", run_no,
@@ -327,7 +327,7 @@ static int run(int argc, char **argv) {
         lookups += layers.size();
         hits += it_hits;
         misses += it_misses;
-        std::printf("  [%2zu/%zu] %-9s %-5s %3dx%-3d batch %2d  %2zu convs: %3llu benchmarked, %3llu cached %9.1f ms\n",
+        std::printf("  [%2zu/%zu] %-9s %-5s %3dx%-3d batch %2d  %2zu convs: %3llu benchmarked, %3llu cached %10.3f ms\n",
                     it + 1, order.size(), cfg.model, cfg.purpose, cfg.size, cfg.size, cfg.batch, layers.size(),
                     static_cast<unsigned long long>(it_misses), static_cast<unsigned long long>(it_hits),
                     (now_s() - t_it) * 1e3);
