@@ -287,6 +287,8 @@ static void test_key_policy_devices() {
     CHECK(!plain.find(make_params(42, 0), &out));
 
     // Out-of-range device: memory only, no throw from find/insert; handle() throws.
+    std::printf("test_hpp: (a warning for device 300 is expected)\n");
+    std::fflush(stdout);
     cc::DeviceCaches caches(p.c_str(), scope_of);
     DdpCache fwd(caches, "fwd");
     Params big = make_params(43, 0);
@@ -298,6 +300,8 @@ static void test_key_policy_devices() {
 
 // A device whose cache cannot be opened degrades to memory only.
 static void test_unopenable() {
+    std::printf("test_hpp: (a warning for device 0 is expected)\n");
+    std::fflush(stdout);
     cc::DeviceCaches caches(tmpdir().c_str(), [](int) { return std::string("x"); }); // a directory
     DdpCache fwd(caches, "fwd");
     Perf out{};
