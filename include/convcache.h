@@ -101,8 +101,19 @@ extern "C" {
 
 /* An open cache: one file seen through one scope. Opaque; safe to share
  * between threads. A closed or invalid handle is detected and rejected with
- * CONVCACHE_E_HANDLE rather than dereferenced. */
+ * CONVCACHE_E_HANDLE rather than dereferenced.
+ *
+ * In C the type is `convcache`. C++ gives that name to the namespace of
+ * convcache.hpp (convcache::Cache, convcache::BenchmarkCache), and allows no
+ * other global entity of the same name, so in C++ the handle type is
+ * `convcache_handle`. C has `convcache_handle` too, as an alias; the
+ * prototypes below use it so that they read the same in both languages. */
+#ifdef __cplusplus
+typedef struct convcache_handle convcache_handle;
+#else
 typedef struct convcache convcache;
+typedef convcache convcache_handle;
+#endif
 
 /*
  * convcache_open - open (creating if needed) a cache file.
@@ -131,7 +142,7 @@ typedef struct convcache convcache;
  * CONVCACHE_E_IO, CONVCACHE_E_FORMAT (empty, foreign or newer file),
  * CONVCACHE_E_CORRUPT (damaged header), CONVCACHE_E_FORKED.
  */
-CONVCACHE_API int convcache_open(const char *path, const char *scope, convcache **out);
+CONVCACHE_API int convcache_open(const char *path, const char *scope, convcache_handle **out);
 
 /* Options for convcache_open_ex. Zero every field you do not set
  * (convcache_options_init does), and set struct_size so that the library
@@ -162,7 +173,7 @@ CONVCACHE_API void convcache_options_init(convcache_options *opts);
  * Returns as convcache_open, and CONVCACHE_E_INVALID if opts is NULL or
  * opts->struct_size is 0 or larger than this library knows.
  */
-CONVCACHE_API int convcache_open_ex(const convcache_options *opts, convcache **out);
+CONVCACHE_API int convcache_open_ex(const convcache_options *opts, convcache_handle **out);
 
 /*
  * convcache_close - write what can be written without waiting long, and
@@ -170,7 +181,7 @@ CONVCACHE_API int convcache_open_ex(const convcache_options *opts, convcache **o
  * Accepts NULL and already-closed handles. Must not race with other calls
  * on the same handle.
  */
-CONVCACHE_API void convcache_close(convcache *c);
+CONVCACHE_API void convcache_close(convcache_handle *c);
 
 /* ---- Find, insert, load, save ------------------------------------------- */
 
@@ -190,7 +201,7 @@ CONVCACHE_API void convcache_close(convcache *c);
  * 0 or above CONVCACHE_KEY_MAX), CONVCACHE_E_HANDLE, CONVCACHE_E_MISS
  * (strict mode), CONVCACHE_E_FORKED.
  */
-CONVCACHE_API int convcache_find(convcache *c, const void *key, size_t key_len,
+CONVCACHE_API int convcache_find(convcache_handle *c, const void *key, size_t key_len,
                    void *value, size_t value_cap, size_t *value_len);
 
 /*
@@ -207,7 +218,7 @@ CONVCACHE_API int convcache_find(convcache *c, const void *key, size_t key_len,
  * save), CONVCACHE_E_IO, CONVCACHE_E_FORMAT (the file was replaced by a
  * foreign one), CONVCACHE_E_FORKED.
  */
-CONVCACHE_API int convcache_insert(convcache *c, const void *key, size_t key_len,
+CONVCACHE_API int convcache_insert(convcache_handle *c, const void *key, size_t key_len,
                      const void *value, size_t value_len);
 
 /*
@@ -219,7 +230,7 @@ CONVCACHE_API int convcache_insert(convcache *c, const void *key, size_t key_len
  * CONVCACHE_E_IO, CONVCACHE_E_FORMAT, CONVCACHE_E_CORRUPT,
  * CONVCACHE_E_FORKED.
  */
-CONVCACHE_API int convcache_load(convcache *c);
+CONVCACHE_API int convcache_load(convcache_handle *c);
 
 /*
  * convcache_save - make everything inserted through this handle durable.
@@ -231,7 +242,7 @@ CONVCACHE_API int convcache_load(convcache *c);
  * CONVCACHE_E_IO, CONVCACHE_E_READONLY (entries are in memory only),
  * CONVCACHE_E_INVALID, CONVCACHE_E_HANDLE, CONVCACHE_E_FORKED.
  */
-CONVCACHE_API int convcache_save(convcache *c);
+CONVCACHE_API int convcache_save(convcache_handle *c);
 
 /* ---- Single-flight builds ----------------------------------------------- */
 
@@ -265,7 +276,7 @@ typedef int (*convcache_builder)(void *user, const void *key, size_t key_len,
  * the builder is not run), CONVCACHE_E_INVALID, CONVCACHE_E_SIZE,
  * CONVCACHE_E_HANDLE, CONVCACHE_E_FORKED.
  */
-CONVCACHE_API int convcache_get_or_create(convcache *c, const void *key, size_t key_len,
+CONVCACHE_API int convcache_get_or_create(convcache_handle *c, const void *key, size_t key_len,
                             convcache_builder build, void *user,
                             void *value, size_t value_cap, size_t *value_len);
 
@@ -312,7 +323,7 @@ struct convcache_stats {
  * Returns CONVCACHE_OK, CONVCACHE_E_INVALID, CONVCACHE_E_HANDLE,
  * CONVCACHE_E_FORKED.
  */
-CONVCACHE_API int convcache_stats(convcache *c, struct convcache_stats *out);
+CONVCACHE_API int convcache_stats(convcache_handle *c, struct convcache_stats *out);
 
 /* ---- cuDNN environment fingerprint -------------------------------------- */
 

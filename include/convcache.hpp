@@ -1,9 +1,9 @@
 /*
  * convcache.hpp - C++17 interface to convcache, in two layers (after lmdb++):
  *
- *   1. Inline functions over the C API (convcachepp::open, find, insert, ...)
+ *   1. Inline functions over the C API (convcache::open, find, insert, ...)
  *      that turn negative return codes into typed exceptions rooted at
- *      convcachepp::error.
+ *      convcache::error.
  *   2. Classes: Cache (a move-only RAII handle exposing handle()),
  *      DeviceCaches (one handle per device model, opened on first use) and
  *      BenchmarkCache<Params, T, KeyPolicy>, a drop-in for PyTorch's cuDNN
@@ -11,10 +11,8 @@
  *      Params&, const T&), int load(), int save(), plus getOrCreate(params,
  *      builder) for OpenVINO-style executor caches.
  *
- * Why the namespace is convcachepp and not convcache: convcache.h declares
- * the C handle type `convcache` in the global namespace, and C++ does not
- * allow a namespace of the same name beside it. Write
- * `namespace cc = convcachepp;` if you prefer a short name.
+ * In C++ the C handle type is `convcache_handle` (convcache.h explains why:
+ * the name `convcache` belongs to this namespace).
  *
  * Define CONVCACHE_DYNAMIC before including this header to load the library
  * at run time (convcache_dynamic.h): the classes work the same, and without
@@ -90,7 +88,7 @@
 #include <utility>
 #include <vector>
 
-namespace convcachepp {
+namespace convcache {
 
 /* ======================================================================== *
  * Layer 1: errors and inline wrappers                                      *
@@ -180,16 +178,16 @@ constexpr bool insert_kept(int code) noexcept {
 }
 
 /* convcache_open; throws on failure. The caller owns the handle. */
-inline ::convcache *open(const char *path = nullptr, const char *scope = nullptr) {
-    ::convcache *c = nullptr;
+inline convcache_handle *open(const char *path = nullptr, const char *scope = nullptr) {
+    convcache_handle *c = nullptr;
     int rc = convcache_open(path, scope, &c);
     if (rc < 0) error::raise("convcache_open", rc);
     return c;
 }
 
 /* convcache_open_ex; throws on failure. The caller owns the handle. */
-inline ::convcache *open(const convcache_options &opts) {
-    ::convcache *c = nullptr;
+inline convcache_handle *open(const convcache_options &opts) {
+    convcache_handle *c = nullptr;
     int rc = convcache_open_ex(&opts, &c);
     if (rc < 0) error::raise("convcache_open_ex", rc);
     return c;
@@ -204,11 +202,11 @@ inline convcache_options options() noexcept {
 }
 
 /* convcache_close; accepts nullptr. */
-inline void close(::convcache *c) noexcept { convcache_close(c); }
+inline void close(convcache_handle *c) noexcept { convcache_close(c); }
 
 /* convcache_find: true on a hit, false on a miss; throws on errors,
  * including range_error (value_cap too small; *value_len is set). */
-inline bool find(::convcache *c, const void *key, std::size_t key_len, void *value,
+inline bool find(convcache_handle *c, const void *key, std::size_t key_len, void *value,
                  std::size_t value_cap, std::size_t *value_len) {
     int rc = convcache_find(c, key, key_len, value, value_cap, value_len);
     if (rc < 0) error::raise("convcache_find", rc);
@@ -218,7 +216,7 @@ inline bool find(::convcache *c, const void *key, std::size_t key_len, void *val
 /* convcache_insert: returns CONVCACHE_OK, CONVCACHE_PENDING,
  * CONVCACHE_E_READONLY or CONVCACHE_E_NOSPC (each: the value was kept; see
  * insert_kept) and throws on every other failure. */
-inline int insert(::convcache *c, const void *key, std::size_t key_len, const void *value,
+inline int insert(convcache_handle *c, const void *key, std::size_t key_len, const void *value,
                   std::size_t value_len) {
     int rc = convcache_insert(c, key, key_len, value, value_len);
     if (!insert_kept(rc)) error::raise("convcache_insert", rc);
@@ -226,13 +224,13 @@ inline int insert(::convcache *c, const void *key, std::size_t key_len, const vo
 }
 
 /* convcache_load; throws on failure. */
-inline void load(::convcache *c) {
+inline void load(convcache_handle *c) {
     int rc = convcache_load(c);
     if (rc < 0) error::raise("convcache_load", rc);
 }
 
 /* convcache_save; throws on failure (lock_error, read_only_error, ...). */
-inline void save(::convcache *c) {
+inline void save(convcache_handle *c) {
     int rc = convcache_save(c);
     if (rc < 0) error::raise("convcache_save", rc);
 }
@@ -240,7 +238,7 @@ inline void save(::convcache *c) {
 /* convcache_get_or_create: true when the value came from the cache or
  * another builder, false when this call ran the builder; throws on errors
  * (a builder's own negative code as builder_error). */
-inline bool get_or_create(::convcache *c, const void *key, std::size_t key_len,
+inline bool get_or_create(convcache_handle *c, const void *key, std::size_t key_len,
                           convcache_builder build, void *user, void *value,
                           std::size_t value_cap, std::size_t *value_len) {
     int rc = convcache_get_or_create(c, key, key_len, build, user, value, value_cap, value_len);
@@ -249,7 +247,7 @@ inline bool get_or_create(::convcache *c, const void *key, std::size_t key_len,
 }
 
 /* convcache_stats, with every field the header knows; throws on failure. */
-inline struct convcache_stats stats(::convcache *c) {
+inline struct convcache_stats stats(convcache_handle *c) {
     struct convcache_stats s;
     std::memset(&s, 0, sizeof s);
     s.struct_size = sizeof s;
@@ -367,13 +365,13 @@ public:
 
     /* Opens path (nullptr: the default file) under scope (nullptr:
      * $CONVCACHE_SCOPE or "default"); throws on failure. */
-    explicit Cache(const char *path, const char *scope = nullptr) : h_(convcachepp::open(path, scope)) {}
+    explicit Cache(const char *path, const char *scope = nullptr) : h_(convcache::open(path, scope)) {}
 
     /* Opens with options; throws on failure. */
-    explicit Cache(const convcache_options &opts) : h_(convcachepp::open(opts)) {}
+    explicit Cache(const convcache_options &opts) : h_(convcache::open(opts)) {}
 
     /* Takes ownership of an open handle. */
-    static Cache adopt(::convcache *h) noexcept {
+    static Cache adopt(convcache_handle *h) noexcept {
         Cache c;
         c.h_ = h;
         return c;
@@ -393,21 +391,21 @@ public:
     Cache &operator=(const Cache &) = delete;
 
     /* The C handle, for the C API; nullptr when empty. Still owned here. */
-    ::convcache *handle() const noexcept { return h_; }
+    convcache_handle *handle() const noexcept { return h_; }
     explicit operator bool() const noexcept { return h_ != nullptr; }
 
     /* Gives up ownership of the handle and returns it. */
-    ::convcache *release() noexcept { return std::exchange(h_, nullptr); }
+    convcache_handle *release() noexcept { return std::exchange(h_, nullptr); }
 
     /* Closes the handle now; the Cache becomes empty. */
     void close() noexcept {
         if (h_) convcache_close(std::exchange(h_, nullptr));
     }
 
-    /* As convcachepp::find (on an empty Cache: invalid_error). */
+    /* As convcache::find (on an empty Cache: invalid_error). */
     bool find(const void *key, std::size_t key_len, void *value, std::size_t value_cap,
               std::size_t *value_len) const {
-        return convcachepp::find(h_, key, key_len, value, value_cap, value_len);
+        return convcache::find(h_, key, key_len, value, value_cap, value_len);
     }
 
     /* Typed find: the key is K's bytes; a hit whose value is not exactly
@@ -423,23 +421,23 @@ public:
         return rc == CONVCACHE_HIT && n == sizeof *value;
     }
 
-    /* As convcachepp::insert. */
+    /* As convcache::insert. */
     int insert(const void *key, std::size_t key_len, const void *value, std::size_t value_len) {
-        return convcachepp::insert(h_, key, key_len, value, value_len);
+        return convcache::insert(h_, key, key_len, value, value_len);
     }
     template <class K, class V>
     int insert(const K &key, const V &value) {
         static_assert(std::is_trivially_copyable<K>::value && std::is_trivially_copyable<V>::value,
                       "convcache keys and values are bytes: use trivially copyable types");
-        return convcachepp::insert(h_, &key, sizeof key, &value, sizeof value);
+        return convcache::insert(h_, &key, sizeof key, &value, sizeof value);
     }
 
-    void load() { convcachepp::load(h_); }
-    void save() { convcachepp::save(h_); }
-    struct convcache_stats stats() const { return convcachepp::stats(h_); }
+    void load() { convcache::load(h_); }
+    void save() { convcache::save(h_); }
+    struct convcache_stats stats() const { return convcache::stats(h_); }
 
 private:
-    ::convcache *h_ = nullptr;
+    convcache_handle *h_ = nullptr;
 };
 
 /*
@@ -484,9 +482,9 @@ public:
 
     /* The handle for device, opened if needed; throws on failure (and
      * invalid_error for a device outside 0..max_devices-1). */
-    ::convcache *handle(int device) {
+    convcache_handle *handle(int device) {
         if (device >= 0 && device < max_devices) {
-            ::convcache *h = slots_[device].load(std::memory_order_acquire);
+            convcache_handle *h = slots_[device].load(std::memory_order_acquire);
             if (h) return h;
         }
         return open_slow(device, true);
@@ -494,9 +492,9 @@ public:
 
     /* The handle for device, or nullptr when it cannot be opened (one
      * warning on stderr per device). Never throws. */
-    ::convcache *try_handle(int device) noexcept {
+    convcache_handle *try_handle(int device) noexcept {
         if (device >= 0 && device < max_devices) {
-            ::convcache *h = slots_[device].load(std::memory_order_acquire);
+            convcache_handle *h = slots_[device].load(std::memory_order_acquire);
             if (h) return h;
             if (failed_[device].load(std::memory_order_relaxed)) return nullptr;
         }
@@ -507,10 +505,10 @@ public:
         }
     }
 
-    /* Calls f(::convcache*) for each distinct handle opened so far. */
+    /* Calls f(convcache_handle*) for each distinct handle opened so far. */
     template <class F>
     void for_each_handle(F &&f) {
-        std::vector<::convcache *> hs;
+        std::vector<convcache_handle *> hs;
         {
             std::lock_guard<std::mutex> g(mu_);
             for (auto &e : opened_) hs.push_back(e.cache.handle());
@@ -544,16 +542,16 @@ private:
         return o;
     }
 
-    ::convcache *open_slow(int device, bool throwing) {
+    convcache_handle *open_slow(int device, bool throwing) {
         if (device < 0 || device >= max_devices) {
             if (throwing)
-                throw invalid_error("convcachepp::DeviceCaches", CONVCACHE_E_INVALID,
+                throw invalid_error("convcache::DeviceCaches", CONVCACHE_E_INVALID,
                                     "device index out of range 0..255");
             warn(device, "device index out of range 0..255; entries stay in memory");
             return nullptr;
         }
         std::lock_guard<std::mutex> g(mu_);
-        ::convcache *h = slots_[device].load(std::memory_order_relaxed);
+        convcache_handle *h = slots_[device].load(std::memory_order_relaxed);
         if (h) return h;
         try {
             std::string sc = scope_of_(device);
@@ -582,7 +580,7 @@ private:
                      device, why);
     }
 
-    std::atomic<::convcache *> slots_[max_devices];
+    std::atomic<convcache_handle *> slots_[max_devices];
     std::atomic<unsigned char> failed_[max_devices];
     convcache_options base_;
     std::string path_, system_path_, remote_;
@@ -680,7 +678,7 @@ public:
     void insert(const Params &params, const T &results) {
         const std::uint64_t h = hash_bytes(&params, sizeof(Params));
         put(params, h, results, true);
-        ::convcache *c = handle_for(params);
+        convcache_handle *c = handle_for(params);
         if (!c) return;
         KeyBuf k;
         std::size_t klen = library_key(params, k);
@@ -696,7 +694,7 @@ public:
      * format_error, corrupt_error). */
     int load() {
         int soft = 0;
-        each_handle([&](::convcache *c) {
+        each_handle([&](convcache_handle *c) {
             int rc = convcache_load(c);
             if (rc == CONVCACHE_E_FORKED) soft = rc;
             else if (rc < 0) error::raise("convcache_load", rc);
@@ -713,7 +711,7 @@ public:
      * other failures (io_error, ...). */
     int save() {
         int soft = 0;
-        each_handle([&](::convcache *c) {
+        each_handle([&](convcache_handle *c) {
             int rc = convcache_save(c);
             if (rc == CONVCACHE_E_LOCK || rc == CONVCACHE_E_READONLY || rc == CONVCACHE_E_NOSPC ||
                 rc == CONVCACHE_E_FORKED) {
@@ -745,7 +743,7 @@ public:
         const std::uint64_t h = hash_bytes(&params, sizeof(Params));
         T v{};
         if (front_find(params, h, &v)) return {v, true};
-        ::convcache *c = handle_for(params);
+        convcache_handle *c = handle_for(params);
         if (c) {
             KeyBuf k;
             std::size_t klen = library_key(params, k);
@@ -840,7 +838,7 @@ private:
 
     void init(std::string_view name) {
         if (name.size() > max_name || name.find('\0') != std::string_view::npos)
-            throw invalid_error("convcachepp::BenchmarkCache", CONVCACHE_E_INVALID,
+            throw invalid_error("convcache::BenchmarkCache", CONVCACHE_E_INVALID,
                                 "name longer than 64 bytes or with a NUL");
         name_len_ = name.size();
         std::memcpy(name_, name.data(), name.size());
@@ -947,7 +945,7 @@ private:
         return t;
     }
 
-    ::convcache *handle_for(const Params &p) noexcept {
+    convcache_handle *handle_for(const Params &p) noexcept {
         return devices_ ? devices_->try_handle(policy_.device(p)) : fixed_;
     }
 
@@ -969,7 +967,7 @@ private:
     }
 
     bool find_slow(const Params &p, std::uint64_t h, T *results) {
-        ::convcache *c = handle_for(p);
+        convcache_handle *c = handle_for(p);
         if (!c) return false;
         KeyBuf k;
         std::size_t klen = library_key(p, k);
@@ -998,7 +996,7 @@ private:
     void touch(const Node *n, std::uint32_t e) noexcept {
         if (n->seen.exchange(e, std::memory_order_relaxed) == e) return;
         try {
-            ::convcache *c = handle_for(n->key);
+            convcache_handle *c = handle_for(n->key);
             if (!c) return;
             KeyBuf k;
             std::size_t klen = library_key(n->key, k);
@@ -1018,7 +1016,7 @@ private:
     /* Read by every find: kept apart from what writers change. */
     alignas(64) std::atomic<Table *> table_{nullptr};
     std::atomic<std::uint32_t> epoch_{1};
-    ::convcache *fixed_ = nullptr;
+    convcache_handle *fixed_ = nullptr;
     DeviceCaches *devices_ = nullptr;
     KeyPolicy policy_;
     std::size_t name_len_ = 0;
@@ -1030,6 +1028,6 @@ private:
     Block *blocks_ = nullptr;
 };
 
-} // namespace convcachepp
+} // namespace convcache
 
 #endif /* CONVCACHE_HPP */

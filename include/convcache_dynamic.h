@@ -94,16 +94,16 @@ extern "C" {
 
 /* The resolved API. */
 struct convcache_dyn_api_ {
-    int (*open)(const char *, const char *, convcache **);
-    int (*open_ex)(const convcache_options *, convcache **);
-    void (*close)(convcache *);
-    int (*find)(convcache *, const void *, size_t, void *, size_t, size_t *);
-    int (*insert)(convcache *, const void *, size_t, const void *, size_t);
-    int (*load)(convcache *);
-    int (*save)(convcache *);
-    int (*get_or_create)(convcache *, const void *, size_t, convcache_builder, void *, void *, size_t,
+    int (*open)(const char *, const char *, convcache_handle **);
+    int (*open_ex)(const convcache_options *, convcache_handle **);
+    void (*close)(convcache_handle *);
+    int (*find)(convcache_handle *, const void *, size_t, void *, size_t, size_t *);
+    int (*insert)(convcache_handle *, const void *, size_t, const void *, size_t);
+    int (*load)(convcache_handle *);
+    int (*save)(convcache_handle *);
+    int (*get_or_create)(convcache_handle *, const void *, size_t, convcache_builder, void *, void *, size_t,
                          size_t *);
-    int (*stats)(convcache *, struct convcache_stats *);
+    int (*stats)(convcache_handle *, struct convcache_stats *);
     const char *(*strerror_)(int);
     const char *(*last_error)(void);
     const char *(*version)(void);
@@ -206,28 +206,28 @@ CONVCACHE_DYN_FN void convcache_options_init(convcache_options *opts) {
     opts->struct_size = sizeof *opts;
 }
 
-CONVCACHE_DYN_FN int convcache_open(const char *path, const char *scope, convcache **out) {
+CONVCACHE_DYN_FN int convcache_open(const char *path, const char *scope, convcache_handle **out) {
     if (convcache_dyn_ready_()) return convcache_dyn_api_.open(path, scope, out);
     if (!out) return CONVCACHE_E_INVALID;
-    *out = (convcache *)(void *)&convcache_dyn_placeholder_;
+    *out = (convcache_handle *)(void *)&convcache_dyn_placeholder_;
     return CONVCACHE_OK;
 }
 
-CONVCACHE_DYN_FN int convcache_open_ex(const convcache_options *opts, convcache **out) {
+CONVCACHE_DYN_FN int convcache_open_ex(const convcache_options *opts, convcache_handle **out) {
     if (convcache_dyn_ready_()) return convcache_dyn_api_.open_ex(opts, out);
     if (!out) return CONVCACHE_E_INVALID;
     *out = NULL;
     if (!opts || opts->struct_size == 0 || opts->struct_size > sizeof(convcache_options))
         return CONVCACHE_E_INVALID;
-    *out = (convcache *)(void *)&convcache_dyn_placeholder_;
+    *out = (convcache_handle *)(void *)&convcache_dyn_placeholder_;
     return CONVCACHE_OK;
 }
 
-CONVCACHE_DYN_FN void convcache_close(convcache *c) {
+CONVCACHE_DYN_FN void convcache_close(convcache_handle *c) {
     if (convcache_dyn_ready_()) convcache_dyn_api_.close(c);
 }
 
-CONVCACHE_DYN_FN int convcache_find(convcache *c, const void *key, size_t key_len, void *value,
+CONVCACHE_DYN_FN int convcache_find(convcache_handle *c, const void *key, size_t key_len, void *value,
                                     size_t value_cap, size_t *value_len) {
     if (convcache_dyn_ready_())
         return convcache_dyn_api_.find(c, key, key_len, value, value_cap, value_len);
@@ -236,7 +236,7 @@ CONVCACHE_DYN_FN int convcache_find(convcache *c, const void *key, size_t key_le
     return 0;
 }
 
-CONVCACHE_DYN_FN int convcache_insert(convcache *c, const void *key, size_t key_len, const void *value,
+CONVCACHE_DYN_FN int convcache_insert(convcache_handle *c, const void *key, size_t key_len, const void *value,
                                       size_t value_len) {
     if (convcache_dyn_ready_()) return convcache_dyn_api_.insert(c, key, key_len, value, value_len);
     if (!c || !key || (!value && value_len)) return CONVCACHE_E_INVALID;
@@ -245,17 +245,17 @@ CONVCACHE_DYN_FN int convcache_insert(convcache *c, const void *key, size_t key_
     return CONVCACHE_OK;
 }
 
-CONVCACHE_DYN_FN int convcache_load(convcache *c) {
+CONVCACHE_DYN_FN int convcache_load(convcache_handle *c) {
     if (convcache_dyn_ready_()) return convcache_dyn_api_.load(c);
     return c ? CONVCACHE_OK : CONVCACHE_E_INVALID;
 }
 
-CONVCACHE_DYN_FN int convcache_save(convcache *c) {
+CONVCACHE_DYN_FN int convcache_save(convcache_handle *c) {
     if (convcache_dyn_ready_()) return convcache_dyn_api_.save(c);
     return c ? CONVCACHE_OK : CONVCACHE_E_INVALID;
 }
 
-CONVCACHE_DYN_FN int convcache_get_or_create(convcache *c, const void *key, size_t key_len,
+CONVCACHE_DYN_FN int convcache_get_or_create(convcache_handle *c, const void *key, size_t key_len,
                                              convcache_builder build, void *user, void *value,
                                              size_t value_cap, size_t *value_len) {
     if (convcache_dyn_ready_())
@@ -274,7 +274,7 @@ CONVCACHE_DYN_FN int convcache_get_or_create(convcache *c, const void *key, size
     return CONVCACHE_OK;
 }
 
-CONVCACHE_DYN_FN int convcache_stats(convcache *c, struct convcache_stats *out) {
+CONVCACHE_DYN_FN int convcache_stats(convcache_handle *c, struct convcache_stats *out) {
     if (convcache_dyn_ready_()) return convcache_dyn_api_.stats(c, out);
     if (!c || !out) return CONVCACHE_E_INVALID;
     return CONVCACHE_E_UNAVAILABLE;

@@ -18,7 +18,7 @@
 //
 // The cache is the default file (convcache_open with a NULL path:
 // $CONVCACHE_PATH, else ~/.cache/convcache/cache.ccdb), through the C++
-// drop-in convcachepp::BenchmarkCache with PyTorch's 104-byte
+// drop-in convcache::BenchmarkCache with PyTorch's 104-byte
 // ConvolutionParams as the key, in a scope naming this CPU and the kernels.
 //
 // Options:
@@ -278,12 +278,12 @@ static int run(int argc, char **argv) {
     }
 
     const std::string scope = cpu_scope();
-    convcache_options o = convcachepp::options();
+    convcache_options o = convcache::options();
     o.path = nullptr; // the default file
     o.scope = scope.c_str();
     if (cold) o.mode = CONVCACHE_MODE_RECACHE;
-    convcachepp::Cache cache(o);
-    convcachepp::BenchmarkCache<ConvolutionParams, AlgoChoice> algos(cache, "demo.conv2d.fwd");
+    convcache::Cache cache(o);
+    convcache::BenchmarkCache<ConvolutionParams, AlgoChoice> algos(cache, "demo.conv2d.fwd");
     const double budget = quick ? 2e5 : 20e6;
     Tuner tuner(budget);
 
@@ -381,7 +381,7 @@ static int run(int argc, char **argv) {
 int main(int argc, char **argv) {
     try {
         return run(argc, argv);
-    } catch (const convcachepp::error &e) {
+    } catch (const convcache::error &e) {
         std::fprintf(stderr, "demo: %s\n", e.what());
         return 1;
     }

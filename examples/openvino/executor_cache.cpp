@@ -112,7 +112,7 @@ static ExecutorConfig buildExecutor(const ConvKey &k) {
 }
 
 // The runtime cache, as OpenVINO's getRuntimeCache() hands it out.
-using ExecutorCache = convcachepp::BenchmarkCache<ConvKey, ExecutorConfig>;
+using ExecutorCache = convcache::BenchmarkCache<ConvKey, ExecutorConfig>;
 
 // A convolution node with dynamic shapes.
 class ConvNode {
@@ -162,7 +162,7 @@ int main(int argc, char **argv) {
                             {1, 32, 40, 40, 96}, {1, 64, 28, 28, 128}, {4, 16, 32, 32, 32}};
     const int distinct = static_cast<int>(sizeof shapes / sizeof shapes[0]);
 
-    convcachepp::Cache cache(nullptr, "openvino-example;cpu;isa=1"); // $CONVCACHE_PATH or the default file
+    convcache::Cache cache(nullptr, "openvino-example;cpu;isa=1"); // $CONVCACHE_PATH or the default file
     ExecutorCache executors(cache, "ov.conv1x1.executor");
 
     // Four streams run the same model; they meet each new shape together.

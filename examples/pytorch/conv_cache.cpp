@@ -1,6 +1,6 @@
 // PyTorch-style integration of convcache: the cuDNN v7 convolution path's
 // three BenchmarkCaches (forward, backward-data, backward-filter) replaced by
-// convcachepp::BenchmarkCache, with PyTorch's exact 104-byte
+// convcache::BenchmarkCache, with PyTorch's exact 104-byte
 // ConvolutionParams as the key and the 48-byte cuDNN perf structs as values.
 //
 // The change in aten/src/ATen/native/cudnn/Conv_v7.cpp is a few lines:
@@ -17,10 +17,10 @@
 //   -BenchmarkCache<cudnnConvolutionBwdDataAlgoPerf_t> bwd_data_algos;
 //   -BenchmarkCache<cudnnConvolutionBwdFilterAlgoPerf_t> bwd_filter_algos;
 //   +#include <convcache.hpp>
-//   +using TorchKey = convcachepp::device_key<ConvolutionParams, &ConvolutionParams::device_id>;
+//   +using TorchKey = convcache::device_key<ConvolutionParams, &ConvolutionParams::device_id>;
 //   +template <typename T>
-//   +using BenchmarkCache = convcachepp::BenchmarkCache<ConvolutionParams, T, TorchKey>;
-//   +convcachepp::DeviceCaches conv_caches;  // default file; one scope per GPU model
+//   +using BenchmarkCache = convcache::BenchmarkCache<ConvolutionParams, T, TorchKey>;
+//   +convcache::DeviceCaches conv_caches;  // default file; one scope per GPU model
 //   +BenchmarkCache<cudnnConvolutionFwdAlgoPerf_t> fwd_algos(conv_caches, "torch.cudnn.v7.fwd");
 //   +BenchmarkCache<cudnnConvolutionBwdDataAlgoPerf_t> bwd_data_algos(conv_caches, "torch.cudnn.v7.bwd_data");
 //   +BenchmarkCache<cudnnConvolutionBwdFilterAlgoPerf_t> bwd_filter_algos(conv_caches, "torch.cudnn.v7.bwd_filter");
@@ -108,9 +108,9 @@ static_assert(offsetof(cudnnConvolutionFwdAlgoPerf_t, reserved) == 32, "layout")
 
 // ---- the integration: the lines that change in Conv_v7.cpp ----
 
-using TorchKey = convcachepp::device_key<ConvolutionParams, &ConvolutionParams::device_id>;
+using TorchKey = convcache::device_key<ConvolutionParams, &ConvolutionParams::device_id>;
 template <typename T>
-using BenchmarkCache = convcachepp::BenchmarkCache<ConvolutionParams, T, TorchKey>;
+using BenchmarkCache = convcache::BenchmarkCache<ConvolutionParams, T, TorchKey>;
 
 // The scope of a device: what the GPU is, from the library; without a GPU
 // (this example's usual machine), or with --simulated-gpus, a simulated model.
@@ -118,8 +118,8 @@ static bool simulated_gpus = false;
 static std::string device_scope(int device) {
     if (!simulated_gpus) {
         try {
-            return convcachepp::cudnn_scope(device);
-        } catch (const convcachepp::unavailable_error &) {
+            return convcache::cudnn_scope(device);
+        } catch (const convcache::unavailable_error &) {
         }
     }
     return std::string("cc1;gpu=") + (device < 4 ? "NVIDIA A100-SXM4-80GB" : "NVIDIA H100 80GB HBM3") +
@@ -128,7 +128,7 @@ static std::string device_scope(int device) {
 
 // PyTorch keeps these as globals of Conv_v7.cpp. The file is $CONVCACHE_PATH
 // or the default (~/.cache/convcache/cache.ccdb).
-static convcachepp::DeviceCaches conv_caches(nullptr, device_scope);
+static convcache::DeviceCaches conv_caches(nullptr, device_scope);
 static BenchmarkCache<cudnnConvolutionFwdAlgoPerf_t> fwd_algos(conv_caches, "torch.cudnn.v7.fwd");
 static BenchmarkCache<cudnnConvolutionBwdDataAlgoPerf_t> bwd_data_algos(conv_caches, "torch.cudnn.v7.bwd_data");
 static BenchmarkCache<cudnnConvolutionBwdFilterAlgoPerf_t> bwd_filter_algos(conv_caches,

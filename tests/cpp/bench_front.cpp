@@ -1,4 +1,4 @@
-// Find-hit cost of convcachepp::BenchmarkCache beside PyTorch's own pattern
+// Find-hit cost of convcache::BenchmarkCache beside PyTorch's own pattern
 // (std::mutex + std::unordered_map keyed by the 104-byte ConvolutionParams
 // with 32-bit FNV-1a over every byte, memcmp equality), from the same run:
 // 100k entries, 48-byte values, random access, 1 and 2 threads, and the
@@ -18,7 +18,7 @@
 #include "check.hpp"
 
 using namespace testutil;
-namespace cc = convcachepp;
+namespace cc = convcache;
 
 // ---- the baseline: PyTorch's BenchmarkCache (Conv_v7.cpp, ConvShared.h) ----
 
@@ -160,7 +160,7 @@ int main(int argc, char **argv) {
 
     std::printf("BenchmarkCache front map vs PyTorch baseline (std::mutex + unordered_map, FNV-1a 32)\n");
     std::printf("%zu entries, 104-byte keys, 48-byte values, random hits, best of 3\n", entries);
-    std::printf("%-28s %14s %14s %8s\n", "", "baseline", "convcachepp", "ratio");
+    std::printf("%-28s %14s %14s %8s\n", "", "baseline", "convcache", "ratio");
     std::printf("%-28s %11.1f ns %11.1f ns %7.2fx\n", "find hit, 1 thread", ns_b1, ns_f1, ns_f1 / ns_b1);
     std::printf("%-28s %10.2f M/s %10.2f M/s %7.2fx\n", "find hits, 2 threads", ops_b2 / 1e6, ops_f2 / 1e6,
                 ops_f2 / ops_b2);

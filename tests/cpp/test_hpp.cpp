@@ -17,7 +17,7 @@
 #include "check.hpp"
 
 using namespace testutil;
-namespace cc = convcachepp;
+namespace cc = convcache;
 
 using FwdCache = cc::BenchmarkCache<Params, Perf>;
 using DeviceKey = cc::device_key<Params, &Params::device_id>;
@@ -104,7 +104,7 @@ static void test_cache_raii_and_move() {
     std::string p = path("raii.ccdb");
     cc::Cache a(p.c_str(), "s");
     CHECK(a);
-    ::convcache *h = a.handle();
+    convcache_handle *h = a.handle();
     CHECK(h != nullptr);
 
     cc::Cache b(std::move(a));
@@ -128,7 +128,7 @@ static void test_cache_raii_and_move() {
     CHECK(c.handle() == h);
 
     // release / adopt hand the handle over without closing it.
-    ::convcache *raw = c.release();
+    convcache_handle *raw = c.release();
     CHECK(!c && raw == h);
     size_t n = 0;
     CHECK(convcache_find(raw, &k, sizeof k, &out, sizeof out, &n) == CONVCACHE_HIT && n == sizeof out);

@@ -8,7 +8,7 @@
 #include "check.hpp"
 
 using namespace testutil;
-namespace cc = convcachepp;
+namespace cc = convcache;
 
 static bool same(const Perf &a, const Perf &b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 

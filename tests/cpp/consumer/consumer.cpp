@@ -18,12 +18,12 @@ int main() {
     std::memset(&p, 0, sizeof p);
     p.n = 8, p.c = 64, p.h = 56, p.w = 56, p.k = 64;
     {
-        convcachepp::Cache cache(nullptr, "consumer-cxx"); // $CONVCACHE_PATH
-        convcachepp::BenchmarkCache<Params, Perf> algos(cache, "fwd");
+        convcache::Cache cache(nullptr, "consumer-cxx"); // $CONVCACHE_PATH
+        convcache::BenchmarkCache<Params, Perf> algos(cache, "fwd");
         algos.insert(p, Perf{6, 0.25f});
     }
-    convcachepp::Cache cache(nullptr, "consumer-cxx");
-    convcachepp::BenchmarkCache<Params, Perf> algos(cache, "fwd");
+    convcache::Cache cache(nullptr, "consumer-cxx");
+    convcache::BenchmarkCache<Params, Perf> algos(cache, "fwd");
     Perf out{};
     if (!algos.find(p, &out) || out.algo != 6) {
         std::fprintf(stderr, "consumer (C++): the value did not come back\n");
