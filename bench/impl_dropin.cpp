@@ -16,8 +16,8 @@ struct DropIn {
     static constexpr bool kPersistent = true;
     static constexpr bool kFillsOnFind = true;
 
-    convcachepp::Cache cache;
-    convcachepp::BenchmarkCache<bench::Key, bench::Value> bc;
+    convcache::Cache cache;
+    convcache::BenchmarkCache<bench::Key, bench::Value> bc;
 
     explicit DropIn(const std::string &path) : cache(path.c_str(), kScope), bc(cache, "fwd") {}
 
@@ -27,7 +27,7 @@ struct DropIn {
         try {
             bc.insert(k, v);
             return 0;
-        } catch (const convcachepp::error &e) {
+        } catch (const convcache::error &e) {
             return e.code() < 0 ? e.code() : -1;
         }
     }
