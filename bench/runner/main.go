@@ -204,7 +204,9 @@ func main() {
 				t0 := time.Now().UnixNano()
 				f := mustRun(im, "load", store(im, n), strconv.Itoa(n), strconv.FormatInt(t0, 10))
 				res.add(fmt.Sprintf("load_ms/%d", n), im.ID, f["load_ms"])
-				res.add(fmt.Sprintf("all_ms/%d", n), im.ID, f["all_ms"])
+				if all, ok := f["all_ms"]; ok {
+					res.add(fmt.Sprintf("all_ms/%d", n), im.ID, all)
+				}
 				progress("load %-7s %7d rep %d: first %.1f ms, all %.1f ms", im.Key, n, r+1, f["load_ms"], f["all_ms"])
 			}
 		}

@@ -161,6 +161,8 @@ func cell(s stat, counts bool) string {
 
 func ratio(x float64) string {
 	switch {
+	case x > 0 && x < 0.01:
+		return "1/" + num(1/x)
 	case x >= 100:
 		return fmt.Sprintf("%.0f×", x)
 	case x >= 10:
@@ -322,7 +324,7 @@ func targets(r *Results) string {
 	if c, ok := med("demo_cold_ms", "b"); ok {
 		w, _ := med("demo_warm_ms", "b")
 		check("warm run selection time ≤ 2% of cold", w <= 0.02*c, true,
-			fmt.Sprintf("%s ms vs %s ms = %.1f%%", num(w), num(c), 100*w/c))
+			fmt.Sprintf("%s ms vs %s ms = %.3g%%", num(w), num(c), 100*w/c))
 	} else {
 		check("warm run selection time ≤ 2% of cold", false, false, "the demo (examples/demo) was not built")
 	}
