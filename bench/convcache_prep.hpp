@@ -23,7 +23,7 @@ namespace bench {
 
 inline void compact_convcache(const std::string &path, const char *scope) {
     setenv("CONVCACHE_COMPACT_JOURNAL", "4K", 1);
-    convcache *c = nullptr;
+    convcache_handle *c = nullptr;
     if (convcache_open(path.c_str(), scope, &c) != CONVCACHE_OK)
         die("convcache_open", convcache_last_error());
     if (convcache_save(c) != CONVCACHE_OK) die("convcache_save", convcache_last_error());

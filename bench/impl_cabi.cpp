@@ -14,7 +14,7 @@ struct CAbi {
     static constexpr bool kPersistent = true;
     static constexpr bool kFillsOnFind = false;
 
-    convcache *c = nullptr;
+    convcache_handle *c = nullptr;
 
     explicit CAbi(const std::string &path) {
         int rc = convcache_open(path.c_str(), kScope, &c);
@@ -43,7 +43,7 @@ struct CAbi {
     static void after_prep(const std::string &path) { bench::compact_convcache(path, kScope); }
 
     struct Reader {
-        convcache *c;
+        convcache_handle *c;
         explicit Reader(CAbi &a) : c(a.c) {}
         bool find(const bench::Key &k, bench::Value *v) {
             size_t n = 0;
