@@ -44,6 +44,8 @@ type Cache struct {
 	f           file       // current data file; nil when none exists yet
 	off         int64      // file offset up to which frames have been applied
 	snapEnd     int64      // end of the leading snapshot frames: the journal starts here
+	snapEntries int64      // entries in the snapshot, all scopes
+	journalPuts int64      // put records in the journal, all scopes
 	created     time.Time
 	scopes      map[uint64]bool   // scope hashes named in the current file
 	pending     map[string][]byte // entries kept in memory, not yet in the file
@@ -59,6 +61,9 @@ type Cache struct {
 	recs        []record  // decoded snapshot scratch
 	warnedBroke bool      // a reload failure was reported
 	flights     flightGroup
+
+	compactMu   sync.Mutex  // one compaction of this handle at a time
+	compactBusy atomic.Bool // a background compaction is running
 
 	system *Cache    // read-only system tier, or nil
 	vlevel int       // verbose log level; 0 = off
@@ -361,7 +366,7 @@ func (c *Cache) adopt(f file, final bool) error {
 		}
 		return fmt.Errorf("%s: %w: the file was left untouched; move it aside or set CONVCACHE_PATH to another file", c.path, err)
 	}
-	ix, scopes, end, snapEnd := c.build(buf, final)
+	ix, scopes, lay := c.build(buf, final)
 	defer c.releaseScratch(size)
 	// Entries kept in memory survive the swap.
 	for k, v := range c.pending {
@@ -378,7 +383,8 @@ func (c *Cache) adopt(f file, final bool) error {
 		}
 	}
 	c.f, c.dirty = f, false
-	c.off, c.snapEnd, c.created, c.scopes = end, snapEnd, h.created, scopes
+	c.off, c.snapEnd, c.created, c.scopes = lay.end, lay.snapEnd, h.created, scopes
+	c.snapEntries, c.journalPuts = lay.snapEntries, lay.journalPuts
 	c.idx.Store(ix)
 	return nil
 }
@@ -416,18 +422,32 @@ func (c *Cache) read(f file, off, size int64) ([]byte, error) {
 	return buf, nil
 }
 
+// layout is where a file image's parts are, as build finds them.
+type layout struct {
+	end         int64 // offset after the last frame accounted for
+	snapEnd     int64 // end of the leading snapshot frames
+	snapEntries int64 // entries in those frames, all scopes
+	journalPuts int64 // put frames after them, all scopes
+}
+
 // build parses a whole file image into a new index of this scope.
-func (c *Cache) build(buf []byte, final bool) (ix *index, scopes map[uint64]bool, end, snapEnd int64) {
+func (c *Cache) build(buf []byte, final bool) (ix *index, scopes map[uint64]bool, lay layout) {
 	scopes = map[uint64]bool{}
 	var frames []frame
 	hint := 0
-	snapEnd = headerSize
-	end = headerSize + scanFrames(buf[headerSize:], headerSize, final, func(f frame) {
-		if f.typ == frameSnapshot && f.off == snapEnd {
-			snapEnd = f.off + frameHeader + int64(len(f.payload))
+	lay.snapEnd = headerSize
+	lay.end = headerSize + scanFrames(buf[headerSize:], headerSize, final, func(f frame) {
+		head, isSnap := decodeSnapshotHead(f.payload)
+		isSnap = isSnap && f.typ == frameSnapshot
+		if isSnap && f.off == lay.snapEnd {
+			lay.snapEnd = f.off + frameHeader + int64(len(f.payload))
+			lay.snapEntries += int64(head.count)
 		}
-		if h, ok := decodeSnapshotHead(f.payload); ok && f.typ == frameSnapshot && h.scopeHash == c.scopeHash {
-			hint += int(h.count)
+		if f.typ == framePut {
+			lay.journalPuts++
+		}
+		if isSnap && head.scopeHash == c.scopeHash {
+			hint += int(head.count)
 		} else if f.typ == framePut {
 			hint++
 		}
@@ -437,7 +457,7 @@ func (c *Cache) build(buf []byte, final bool) (ix *index, scopes map[uint64]bool
 	for _, f := range frames {
 		c.apply(ix, scopes, f)
 	}
-	return ix, scopes, end, snapEnd
+	return ix, scopes, lay
 }
 
 func (c *Cache) noteDamage(d damage) {
@@ -538,7 +558,12 @@ func (c *Cache) refresh(final bool) error {
 	}
 	ix := c.idx.Load()
 	tail := damage{off: -1}
-	c.off += scanFrames(buf, c.off, final, func(f frame) { c.apply(ix, c.scopes, f) }, func(d damage) {
+	c.off += scanFrames(buf, c.off, final, func(f frame) {
+		if f.typ == framePut {
+			c.journalPuts++
+		}
+		c.apply(ix, c.scopes, f)
+	}, func(d damage) {
 		c.noteDamage(d)
 		tail = d
 	})
@@ -869,9 +894,7 @@ func (c *Cache) insert(key, value []byte, toRemote bool) error {
 	compact := err == nil && c.needCompact()
 	c.mu.Unlock()
 	if compact {
-		if cerr := c.compact(); cerr != nil {
-			c.warnf("compaction of %s failed: %v", c.path, cerr)
-		}
+		c.compactSoon()
 	}
 	return err
 }
@@ -963,6 +986,10 @@ func (c *Cache) appendLocked(rec, extra []byte) error {
 		return ioErr(err, "append to", c.path, "free some disk space")
 	}
 	c.off += int64(n)
+	c.journalPuts += int64(len(c.pending))
+	if len(rec) > 0 {
+		c.journalPuts++
+	}
 	if puts {
 		c.scopes[c.scopeHash] = true
 	}
@@ -973,15 +1000,27 @@ func (c *Cache) appendLocked(rec, extra []byte) error {
 
 // needCompact reports whether the journal or the bounds call for compaction.
 // Caller holds mu.
+//
+// The journal is compacted once it holds more records than the snapshot
+// holds entries (and more than CompactJournal bytes): each compaction then
+// rewrites at most twice the records appended since the last one, so its
+// cost per insert is constant however large the file grows. (Comparing
+// bytes would not do: a snapshot entry takes about a tenth of the bytes of
+// a journal record, and compactions would come ten times too often.)
 func (c *Cache) needCompact() bool {
 	if c.f == nil {
 		return false
 	}
 	journal := c.off - c.snapEnd
-	if journal > c.opts.CompactJournal && journal > c.snapEnd {
+	switch {
+	case journal > c.opts.CompactJournal && c.journalPuts > c.snapEntries:
 		return true
-	}
-	if c.opts.MaxBytes > 0 && c.off > c.opts.MaxBytes {
+	case c.opts.MaxBytes > 0 && c.off > c.opts.MaxBytes:
+		return true
+	case c.opts.MaxEntries > 0 && c.snapEntries+c.journalPuts > c.opts.MaxEntries && c.journalPuts > c.opts.MaxEntries/10:
+		// Perhaps over the bound: the journal may rewrite keys the snapshot
+		// has. Waiting for a tenth of the bound in the journal keeps a cache
+		// that sits exactly at the bound from compacting on every insert.
 		return true
 	}
 	return false
@@ -1025,11 +1064,11 @@ func (c *Cache) Save() error {
 	if err != nil {
 		return err
 	}
-	defer c.unlockWrite(lk)
 	c.mu.Lock()
 	err = c.appendLocked(nil, c.touchFrame(nil))
 	compact := err == nil && c.needCompact()
 	c.mu.Unlock()
+	c.unlockWrite(lk)
 	if err != nil {
 		return err
 	}
@@ -1094,6 +1133,10 @@ func (c *Cache) Close() error {
 	if c.closed.Swap(true) || c.mode == ModeOff {
 		return nil
 	}
+	// Wait for a compaction in flight; one that has not published yet
+	// drops its work (it sees closed).
+	c.compactMu.Lock()
+	c.compactMu.Unlock()
 	if c.opts.Remote != nil {
 		defer c.opts.Remote.Close()
 	}

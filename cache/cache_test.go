@@ -258,6 +258,9 @@ func TestMaxBytes(t *testing.T) {
 		v := append([]byte(fmt.Sprint(i, ":")), big...)
 		mustInsert(t, c, key(i), v)
 	}
+	if err := c.Save(); err != nil { // inserts compact in the background; Save waits
+		t.Fatal(err)
+	}
 	fi, err := os.Stat(e.path)
 	if err != nil {
 		t.Fatal(err)

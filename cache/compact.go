@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -15,48 +19,91 @@ import (
 // contents is every entry of every scope in one file image, merged: the
 // last write of a key wins, and use times include touch frames. It is what
 // compaction and the tools work on.
+//
+// It is built for a file of millions of entries: records sit in one slice
+// (their keys and values alias the file image or the decoded snapshot
+// chunks; nothing is copied), found through a map from (scope, key hash) to
+// the first record with that hash, the rest chained. About 110 bytes per
+// entry besides the image, where a map keyed by scope and key strings took
+// about 250.
 type contents struct {
 	names   map[uint64]string // scope hash -> name ("" if never named)
-	entries map[string]*mrec  // scope hash (8 bytes) + key -> entry
+	recs    []mrec
+	byHash  map[[2]uint64]int32 // (scope hash, key hash) -> index of the first such record
+	live    int                 // records not evicted
 	touches map[[2]uint64]int64
 	damaged []damage
 	frames  int
+	end     int64 // offset after the last valid frame
 	scratch []byte
 }
 
 type mrec struct {
 	scope uint64
+	khash uint64
 	record
+	next int32 // next record with the same scope and key hash, or -1
+	dead bool  // evicted
 }
 
-func newContents() *contents {
+func newContents() *contents { return newContentsSized(0) }
+
+// newContentsSized is newContents for about n entries: a slice and map
+// that never grow spare no copies in a compaction of millions.
+func newContentsSized(n int) *contents {
 	return &contents{
 		names:   map[uint64]string{},
-		entries: map[string]*mrec{},
+		recs:    make([]mrec, 0, n),
+		byHash:  make(map[[2]uint64]int32, n),
 		touches: map[[2]uint64]int64{},
 	}
 }
 
-func entryID(scope uint64, key []byte) string {
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], scope)
-	return string(b[:]) + string(key)
+// find returns the index of the record of (scope, key), or -1.
+func (c *contents) find(scope, khash uint64, key []byte) int32 {
+	i, ok := c.byHash[[2]uint64{scope, khash}]
+	for ok && i >= 0 {
+		if bytes.Equal(c.recs[i].key, key) {
+			return i
+		}
+		i = c.recs[i].next
+	}
+	return -1
 }
 
 // put records a write. Later writes replace earlier ones. The slices must
 // stay valid as long as c.
 func (c *contents) put(scope uint64, r record) {
-	id := entryID(scope, r.key)
-	if old, ok := c.entries[id]; ok {
-		r.used = max(r.used, old.used)
-	}
+	kh := xxhash.Sum64(r.key)
 	r.used = max(r.used, r.inserted)
-	c.entries[id] = &mrec{scope, r}
+	if i := c.find(scope, kh, r.key); i >= 0 {
+		r.used = max(r.used, c.recs[i].used)
+		c.recs[i].record = r
+		return
+	}
+	id := [2]uint64{scope, kh}
+	head, ok := c.byHash[id]
+	if !ok {
+		head = -1
+	}
+	c.recs = append(c.recs, mrec{scope: scope, khash: kh, record: r, next: head})
+	c.byHash[id] = int32(len(c.recs) - 1)
+	c.live++
+}
+
+// each calls fn for every record that was not evicted.
+func (c *contents) each(fn func(e *mrec)) {
+	for i := range c.recs {
+		if !c.recs[i].dead {
+			fn(&c.recs[i])
+		}
+	}
 }
 
 // addFrame folds one frame in.
 func (c *contents) addFrame(f frame) {
 	c.frames++
+	c.end = f.off + frameHeader + int64(len(f.payload))
 	switch f.typ {
 	case framePut:
 		if p, ok := decodePut(f.payload); ok {
@@ -95,8 +142,10 @@ func (c *contents) addFrame(f frame) {
 }
 
 // readContents parses a whole file image. The header must already be valid.
-func readContents(buf []byte) *contents {
-	c := newContents()
+func readContents(buf []byte) *contents { return readContentsSized(buf, 0) }
+
+func readContentsSized(buf []byte, n int) *contents {
+	c := newContentsSized(n)
 	scanFrames(buf[headerSize:], headerSize, true, c.addFrame, func(d damage) {
 		c.damaged = append(c.damaged, d)
 	})
@@ -108,11 +157,11 @@ func (c *contents) applyTouches() {
 	if len(c.touches) == 0 {
 		return
 	}
-	for _, e := range c.entries {
-		if t, ok := c.touches[[2]uint64{e.scope, xxhash.Sum64(e.key)}]; ok {
+	c.each(func(e *mrec) {
+		if t, ok := c.touches[[2]uint64{e.scope, e.khash}]; ok {
 			e.used = max(e.used, t)
 		}
-	}
+	})
 	clear(c.touches)
 }
 
@@ -121,11 +170,9 @@ func recBytes(e *mrec) int64 { return int64(len(e.key) + len(e.value) + 16) }
 // evict removes the least recently used entries until the contents are
 // below 90% of each bound that is exceeded. It returns how many it removed.
 func (c *contents) evict(maxEntries, maxBytes int64) int {
-	n := int64(len(c.entries))
+	n := int64(c.live)
 	var size int64
-	for _, e := range c.entries {
-		size += recBytes(e)
-	}
+	c.each(func(e *mrec) { size += recBytes(e) })
 	if (maxEntries <= 0 || n <= maxEntries) && (maxBytes <= 0 || size <= maxBytes) {
 		return 0
 	}
@@ -136,22 +183,27 @@ func (c *contents) evict(maxEntries, maxBytes int64) int {
 	if maxBytes > 0 && size > maxBytes {
 		targetB = maxBytes * 9 / 10
 	}
-	ids := make([]string, 0, len(c.entries))
-	for id := range c.entries {
-		ids = append(ids, id)
+	order := make([]int32, 0, c.live)
+	for i := range c.recs {
+		if !c.recs[i].dead {
+			order = append(order, int32(i))
+		}
 	}
-	slices.SortFunc(ids, func(a, b string) int {
-		ea, eb := c.entries[a], c.entries[b]
-		return cmp.Or(cmp.Compare(ea.used, eb.used), cmp.Compare(ea.inserted, eb.inserted), cmp.Compare(a, b))
+	slices.SortFunc(order, func(a, b int32) int {
+		ea, eb := &c.recs[a], &c.recs[b]
+		return cmp.Or(cmp.Compare(ea.used, eb.used), cmp.Compare(ea.inserted, eb.inserted),
+			cmp.Compare(ea.scope, eb.scope), bytes.Compare(ea.key, eb.key))
 	})
 	evicted := 0
-	for _, id := range ids {
+	for _, i := range order {
 		if n <= targetN && size <= targetB {
 			break
 		}
-		size -= recBytes(c.entries[id])
+		e := &c.recs[i]
+		size -= recBytes(e)
 		n--
-		delete(c.entries, id)
+		e.dead = true
+		c.live--
 		evicted++
 	}
 	return evicted
@@ -161,9 +213,7 @@ func (c *contents) evict(maxEntries, maxBytes int64) int {
 // chunks per scope, keys sorted so that similar keys compress together.
 func (c *contents) encode(created time.Time) []byte {
 	byScope := map[uint64][]*mrec{}
-	for _, e := range c.entries {
-		byScope[e.scope] = append(byScope[e.scope], e)
-	}
+	c.each(func(e *mrec) { byScope[e.scope] = append(byScope[e.scope], e) })
 	scopes := make([]uint64, 0, len(byScope))
 	for s := range byScope {
 		scopes = append(scopes, s)
@@ -184,42 +234,59 @@ func (c *contents) encode(created time.Time) []byte {
 }
 
 // compact rewrites the file as a snapshot of every scope's current entries,
-// evicting the least recently used beyond the bounds. The caller holds the
-// file lock (so no process appends meanwhile) but not mu.
+// evicting the least recently used beyond the bounds. The caller holds
+// neither the file lock nor mu; compact takes the lock itself, twice and
+// briefly, so that a compaction of millions of entries, which takes
+// seconds, does not make other writers wait for it:
+//
+//  1. Under the lock: note which file is there and read it.
+//  2. Without the lock: merge every scope's records, evict, encode.
+//  3. Under the lock: if the file is still the same one, copy the valid
+//     records other processes appended since step 1 after the new
+//     snapshot, and publish the result. If another process compacted
+//     meanwhile, the work is dropped: its file already holds everything.
 //
 // The new file is written beside the old one, synced, renamed over it and
 // the directory synced: a crash at any point leaves either the old file or
 // the new one, never a mix. The old file is never truncated or rewritten.
 func (c *Cache) compact() error {
-	f, err := c.fs.OpenFile(c.path, os.O_RDONLY, 0)
-	if err != nil {
-		return ioErr(err, "open", c.path, "")
+	c.compactMu.Lock()
+	defer c.compactMu.Unlock()
+	c.mu.Lock()
+	needed := c.needCompact()
+	c.mu.Unlock()
+	if !needed || c.closed.Load() {
+		return nil // another compaction has just done it, or the handle is closing
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return ioErr(err, "stat", c.path, "")
-	}
-	buf := make([]byte, fi.Size())
-	_, err = f.ReadAt(buf, 0)
-	f.Close()
-	if err != nil {
-		return ioErr(err, "read", c.path, "")
-	}
-	if _, err := decodeHeader(buf[:min(len(buf), headerSize)]); err != nil {
-		return err // never replace a file we cannot read
-	}
-	all := readContents(buf)
+	start := time.Now()
+	defer lowGC()()
 
-	// Fold in this handle's recent hits and unwritten entries.
-	now := time.Now()
-	ms := now.UnixMilli()
+	// 1. Read the file as it is.
+	lk, err := c.lk.Lock(c.opts.LockTimeout)
+	if err != nil {
+		return fmt.Errorf("%w: compaction of %s postponed", ErrLock, c.path)
+	}
+	buf, id, err := c.readWhole()
+	lk.Unlock()
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	size := c.snapEntries + c.journalPuts // an upper bound on the entries, as last seen
+	c.mu.Unlock()
+	all := readContentsSized(buf, int(min(size+size/8+1024, 1<<27)))
+	end := all.end // records appended after this are copied in step 3
+
+	// 2. Fold in this handle's recent hits and unwritten entries, evict,
+	// encode.
+	ms := start.UnixMilli()
 	c.mu.Lock()
 	g := c.gen.Load()
 	c.idx.Load().each(func(ch []byte, off int) {
 		if atomicLoad32(ch, off+8) == g {
-			if e, ok := all.entries[entryID(c.scopeHash, entryKey(ch, off))]; ok {
-				e.used = max(e.used, ms)
+			k := entryKey(ch, off)
+			if i := all.find(c.scopeHash, xxhash.Sum64(k), k); i >= 0 {
+				all.recs[i].used = max(all.recs[i].used, ms)
 			}
 		}
 	})
@@ -233,20 +300,39 @@ func (c *Cache) compact() error {
 		all.names[c.scopeHash] = c.scope
 	}
 	c.mu.Unlock()
-
 	evicted := all.evict(c.opts.MaxEntries, c.opts.MaxBytes)
-	image := all.encode(now)
-	if err := replaceFile(c.fs, c.path, image); err != nil {
+	entries, oldSize := all.live, len(buf)
+	image := all.encode(start)
+	all, buf = nil, nil // garbage from here
+	if oldSize > 16<<20 {
+		runtime.GC() // free the old image before the new index is built
+	}
+
+	// 3. Publish, with what was appended meanwhile.
+	lk, err = c.lk.Lock(c.opts.LockTimeout)
+	if err != nil {
+		return fmt.Errorf("%w: compaction of %s postponed", ErrLock, c.path)
+	}
+	if c.closed.Load() {
+		lk.Unlock()
+		return nil
+	}
+	image, same, err := c.appendTail(image, id, end)
+	if err == nil && same {
+		err = replaceFile(c.fs, c.path, image)
+	}
+	lk.Unlock()
+	if err != nil || !same {
 		return err
 	}
 	c.st.compactions.Add(1)
+	c.st.evictions.Add(uint64(evicted))
 	if c.vlevel >= LogAll {
-		c.logEvent("compact", nil, time.Since(now), fmt.Sprintf("entries=%d bytes=%d->%d", len(all.entries), len(buf), len(image)))
+		c.logEvent("compact", nil, time.Since(start), fmt.Sprintf("entries=%d bytes=%d->%d", entries, oldSize, len(image)))
 		if evicted > 0 {
 			c.logEvent("evict", nil, 0, fmt.Sprintf("entries=%d", evicted))
 		}
 	}
-	c.st.evictions.Add(uint64(evicted))
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -260,5 +346,110 @@ func (c *Cache) compact() error {
 		uf.Close()
 	}
 	c.unsynced, c.dirty = nil, false
-	return c.reopen(true)
+	return c.reopen(false)
+}
+
+// readWhole reads the whole file at the path and identifies it. A file
+// that is not a convcache file is never read further, or replaced.
+func (c *Cache) readWhole() ([]byte, fileID, error) {
+	f, err := c.fs.OpenFile(c.path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, fileID{}, ioErr(err, "open", c.path, "")
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fileID{}, ioErr(err, "stat", c.path, "")
+	}
+	id, _ := idOf(fi)
+	buf := make([]byte, fi.Size())
+	if _, err := f.ReadAt(buf, 0); err != nil {
+		return nil, fileID{}, ioErr(err, "read", c.path, "")
+	}
+	if _, err := decodeHeader(buf[:min(len(buf), headerSize)]); err != nil {
+		return nil, fileID{}, err
+	}
+	return buf, id, nil
+}
+
+// appendTail appends to image the valid frames the file at the path holds
+// after offset from, if it is still the file id. Caller holds the file lock.
+func (c *Cache) appendTail(image []byte, id fileID, from int64) ([]byte, bool, error) {
+	f, err := c.fs.OpenFile(c.path, os.O_RDONLY, 0)
+	if err != nil {
+		return image, false, nil // gone: nothing to publish over
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return image, false, ioErr(err, "stat", c.path, "")
+	}
+	if now, _ := idOf(fi); now != id || fi.Size() < from {
+		return image, false, nil // another process compacted meanwhile
+	}
+	tail := make([]byte, fi.Size()-from)
+	if _, err := f.ReadAt(tail, from); err != nil {
+		return image, false, ioErr(err, "read", c.path, "")
+	}
+	scanFrames(tail, from, true, func(fr frame) {
+		n := frameHeader + len(fr.payload)
+		image = append(image, tail[fr.off-from:fr.off-from+int64(n)]...)
+	}, nil)
+	return image, true, nil
+}
+
+// compactSoon starts a compaction in the background unless one is running.
+// Inserts use it: they return as soon as their record is appended.
+func (c *Cache) compactSoon() {
+	if !c.compactBusy.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer c.compactBusy.Store(false)
+		// Inserts that came while this one ran did not start another: go on
+		// while the file still needs it (a few rounds at most).
+		for round := 0; round < 4 && !c.closed.Load(); round++ {
+			c.mu.Lock()
+			needed := c.needCompact()
+			c.mu.Unlock()
+			if !needed {
+				return
+			}
+			if err := c.compact(); err != nil {
+				if !errors.Is(err, ErrLock) {
+					c.warnf("compaction of %s failed: %v", c.path, err)
+				}
+				return
+			}
+		}
+	}()
+}
+
+// The garbage collector lets the heap grow to twice what it held after the
+// last collection. A compaction holds the file image and the merged records
+// beside the live index, so with that headroom a compaction of a million
+// entries would take the process to over a gigabyte. While one runs, the
+// headroom is a fifth instead. (The library is the only Go code in its host
+// process, so the setting is ours; it is restored when the last compaction
+// ends.)
+var (
+	gcMu     sync.Mutex
+	gcUsers  int
+	gcBefore int
+)
+
+func lowGC() (restore func()) {
+	gcMu.Lock()
+	if gcUsers == 0 {
+		gcBefore = debug.SetGCPercent(20)
+	}
+	gcUsers++
+	gcMu.Unlock()
+	return func() {
+		gcMu.Lock()
+		if gcUsers--; gcUsers == 0 {
+			debug.SetGCPercent(gcBefore)
+		}
+		gcMu.Unlock()
+	}
 }

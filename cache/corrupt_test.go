@@ -187,16 +187,16 @@ func FuzzLoadFile(f *testing.F) {
 		want := readContents(data)
 		h := xxhash.Sum64String(sampleScope)
 		n := 0
-		for _, e := range want.entries {
+		want.each(func(e *mrec) {
 			if e.scope != h {
-				continue
+				return
 			}
 			n++
 			v, ok, err := c.Get(e.key)
 			if err != nil || !ok || !bytes.Equal(v, e.value) {
 				t.Fatalf("key %q: %q %v %v, want %q", e.key, v, ok, err, e.value)
 			}
-		}
+		})
 		if st := c.Stats(); st.Entries != n {
 			t.Fatalf("%d entries in the handle, %d decoded", st.Entries, n)
 		}

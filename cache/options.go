@@ -78,7 +78,8 @@ type Options struct {
 	// (0 = DefaultBuildTimeout).
 	BuildTimeout time.Duration
 	// MaxBytes and MaxEntries bound the file; compaction evicts the least
-	// recently used entries to stay below them. 0 means unbounded.
+	// recently used entries to 90% of them. Between compactions the journal
+	// may take the file past MaxEntries by up to a tenth. 0 means unbounded.
 	MaxBytes   int64
 	MaxEntries int64
 	// CompactJournal overrides DefaultCompactJournal (bytes).

@@ -109,8 +109,8 @@ func dirOf(path string) string {
 
 // Entries returns every entry of every scope, sorted by scope then key.
 func (f *File) Entries() []Entry {
-	out := make([]Entry, 0, len(f.c.entries))
-	for _, e := range f.c.entries {
+	out := make([]Entry, 0, f.c.live)
+	f.c.each(func(e *mrec) {
 		out = append(out, Entry{
 			Scope:     f.c.names[e.scope],
 			ScopeHash: e.scope,
@@ -119,7 +119,7 @@ func (f *File) Entries() []Entry {
 			Inserted:  time.UnixMilli(e.inserted),
 			Used:      time.UnixMilli(e.used),
 		})
-	}
+	})
 	slices.SortFunc(out, func(a, b Entry) int {
 		return cmp.Or(cmp.Compare(a.Scope, b.Scope), cmp.Compare(a.ScopeHash, b.ScopeHash), bytes.Compare(a.Key, b.Key))
 	})
@@ -129,7 +129,7 @@ func (f *File) Entries() []Entry {
 // Scopes summarises the file's scopes, sorted by name.
 func (f *File) Scopes() []ScopeSummary {
 	m := map[uint64]*ScopeSummary{}
-	for _, e := range f.c.entries {
+	f.c.each(func(e *mrec) {
 		s := m[e.scope]
 		if s == nil {
 			s = &ScopeSummary{Name: f.c.names[e.scope], Hash: e.scope}
@@ -137,7 +137,7 @@ func (f *File) Scopes() []ScopeSummary {
 		}
 		s.Entries++
 		s.Bytes += int64(len(e.key) + len(e.value))
-	}
+	})
 	out := make([]ScopeSummary, 0, len(m))
 	for _, s := range m {
 		out = append(out, *s)

@@ -20,6 +20,7 @@ package main
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -40,7 +41,12 @@ func main() {
 	writers := flag.Int("writers", 4, "writers running at once")
 	compact := flag.String("compact", "64K", "CONVCACHE_COMPACT_JOURNAL for the writers")
 	dir := flag.String("dir", "", "directory for the cache file (default: a new temporary one)")
+	compactor := flag.String("compactor", "", "internal: run as a compactor process on this cache file")
 	flag.Parse()
+	if *compactor != "" {
+		runCompactor(*compactor)
+		return
+	}
 	if *dir == "" {
 		d, err := os.MkdirTemp("", "convcache-torture-")
 		check(err)
@@ -67,7 +73,21 @@ type torture struct {
 	mu                    sync.Mutex
 	acked                 map[uint64]bool
 	spawned, killed       int
+	compactorKills        int
 	readers               sync.WaitGroup
+}
+
+// runCompactor rewrites the cache file again and again, as `convcache
+// compact` does, until it is killed: kills then land in compactions too.
+func runCompactor(path string) {
+	for {
+		err := cache.Rewrite(path, 10*time.Second, func(in []cache.Entry) ([]cache.Entry, error) { return in, nil })
+		if err != nil && !os.IsNotExist(err) && !errors.Is(err, cache.ErrLock) {
+			fmt.Fprintln(os.Stderr, "torture: compactor:", err)
+			os.Exit(1)
+		}
+		time.Sleep(time.Duration(rand.IntN(30)) * time.Millisecond)
+	}
 }
 
 type proc struct {
@@ -104,16 +124,26 @@ func (t *torture) spawn(id, instance int) *proc {
 	return p
 }
 
+func (t *torture) spawnCompactor() *proc {
+	cmd := exec.Command(os.Args[0], "-compactor", t.path)
+	cmd.Stderr = os.Stderr
+	check(cmd.Start())
+	p := &proc{cmd: cmd, done: make(chan error, 1)}
+	go func() { p.done <- cmd.Wait() }()
+	return p
+}
+
 func (t *torture) run(writers, kills int) {
-	procs := make([]*proc, writers)
+	procs := make([]*proc, writers+1)
 	instance := 1
-	for i := range procs {
+	for i := 0; i < writers; i++ {
 		procs[i] = t.spawn(i+1, instance)
 		instance++
 	}
+	procs[writers] = t.spawnCompactor()
 	for t.killed < kills {
 		time.Sleep(time.Duration(rand.IntN(20000)) * time.Microsecond)
-		i := rand.IntN(writers)
+		i := rand.IntN(writers + 1)
 		p := procs[i]
 		select {
 		case err := <-p.done: // it exited on its own: that is a failure
@@ -124,6 +154,11 @@ func (t *torture) run(writers, kills int) {
 		p.cmd.Process.Signal(syscall.SIGKILL)
 		<-p.done
 		t.killed++
+		if i == writers {
+			t.compactorKills++
+			procs[i] = t.spawnCompactor()
+			continue
+		}
 		procs[i] = t.spawn(i+1, instance)
 		instance++
 	}
@@ -209,8 +244,8 @@ func (t *torture) verify(elapsed time.Duration) int {
 		}
 		c.Close()
 	}
-	fmt.Printf("torture: %d writers killed (%d started) in %.1fs; %d acknowledged inserts checked, %d entries in the file, %d bytes, %d torn tail(s), %d corrupt records, %d bad\n",
-		t.killed, t.spawned, elapsed.Seconds(), len(t.acked), len(entries), f.Size, torn, len(f.Corrupt()), bad)
+	fmt.Printf("torture: %d processes killed (%d of them compactors; %d writers started) in %.1fs; %d acknowledged inserts checked, %d entries in the file, %d bytes, %d torn tail(s), %d corrupt records, %d bad\n",
+		t.killed, t.compactorKills, t.spawned, elapsed.Seconds(), len(t.acked), len(entries), f.Size, torn, len(f.Corrupt()), bad)
 	if bad > 0 {
 		return 1
 	}
