@@ -259,7 +259,7 @@ func (k FindKey) String() string {
 	b.WriteString(" " + k.Conv.String())
 	b.WriteString(" req " + strconv.Itoa(int(k.Requested)))
 	if k.Ex {
-		b.WriteString(" ws " + formatBytes(k.Workspace))
+		b.WriteString(" ws " + FormatBytes(k.Workspace))
 	}
 	return b.String()
 }

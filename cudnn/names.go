@@ -128,8 +128,8 @@ func joinInts[T ~int32 | ~int64](v []T, sep string, collapse bool) string {
 	return b.String()
 }
 
-// formatBytes writes n as "0 B", "512 B", "1.5 KiB", "24.0 MiB".
-func formatBytes(n uint64) string {
+// FormatBytes writes n as "0 B", "512 B", "1.5 KiB", "24.0 MiB".
+func FormatBytes(n uint64) string {
 	if n < 1024 {
 		return strconv.FormatUint(n, 10) + " B"
 	}

@@ -87,7 +87,7 @@ func (p Perf) Format(op Op) string {
 	b.WriteByte(' ')
 	b.WriteString(strconv.FormatFloat(float64(p.Time), 'g', 3, 32))
 	b.WriteString(" ms ws ")
-	b.WriteString(formatBytes(p.Memory))
+	b.WriteString(FormatBytes(p.Memory))
 	if p.MathType != 0 {
 		b.WriteByte(' ')
 		b.WriteString(p.MathType.String())

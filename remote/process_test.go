@@ -1,6 +1,8 @@
 package remote_test
 
 import (
+	"github.com/convcache/convcache/remote/internal/redistest"
+
 	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -234,7 +236,7 @@ func TestTLS(t *testing.T) {
 	dir := t.TempDir()
 	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
 	writeCert(t, certFile, keyFile)
-	srv := startServer(t, &redisServer{t: t, bin: bin, dir: dir, tlsCert: certFile, tlsKey: keyFile})
+	srv := startServer(t, &redistest.Server{Bin: bin, Dir: dir, TLSCert: certFile, TLSKey: keyFile})
 	url := "rediss://" + srv.addr() + "/0"
 	out := runNode(t, "tls", "NODE_URL="+url, "SSL_CERT_FILE="+certFile, "SSL_CERT_DIR="+dir)
 	if !strings.Contains(out, "tls ok") {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/convcache/convcache/cudnn"
+
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -134,19 +136,7 @@ func parseAge(s string) (time.Duration, error) {
 }
 
 // bytesText writes n as "512 B", "1.5 KiB", "24.0 MiB".
-func bytesText(n int64) string {
-	if n < 1024 {
-		return strconv.FormatInt(n, 10) + " B"
-	}
-	units := []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
-	f := float64(n) / 1024
-	i := 0
-	for f >= 1024 && i < len(units)-1 {
-		f /= 1024
-		i++
-	}
-	return strconv.FormatFloat(f, 'f', 1, 64) + " " + units[i]
-}
+func bytesText(n int64) string { return cudnn.FormatBytes(uint64(max(n, 0))) }
 
 // ageText writes how long ago t was: "3s ago", "5m ago", "2h ago", "4d ago".
 func ageText(now, t time.Time) string {

@@ -18,15 +18,14 @@
 package main
 
 import (
+	"github.com/convcache/convcache/remote/internal/redistest"
+
 	"bufio"
 	"context"
 	"encoding/binary"
 	"flag"
 	"fmt"
-	"io"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -46,7 +45,7 @@ var (
 	benchMs   = flag.Int("bench-ms", 20, "simulated benchmark time per shape, in ms")
 	rtt       = flag.Duration("rtt", time.Millisecond, "extra round-trip delay of the proxied runs (0: loopback only)")
 	serverURL = flag.String("url", "", "use this Redis server (default: start redis-server on a free port)")
-	serverBin = flag.String("redis-server", "redis-server", "the redis-server binary")
+	serverBin = flag.String("redis-server", "", "the redis-server binary (default: found on PATH)")
 	hits      = flag.Int("hits", 2_000_000, "lookups per local-hit measurement")
 	timeout   = flag.Duration("timeout", remote.DefaultTimeout, "the tier's deadline")
 )
@@ -69,12 +68,18 @@ func run() error {
 	defer os.RemoveAll(dir)
 	addr, version := "", "external"
 	if *serverURL == "" {
-		srv, err := startRedis(dir)
-		if err != nil {
+		bin := *serverBin
+		if bin == "" {
+			if bin, err = redistest.Binary(); err != nil {
+				return fmt.Errorf("%v, or pass -url", err)
+			}
+		}
+		srv := &redistest.Server{Bin: bin, Dir: dir}
+		if err := srv.Start(); err != nil {
 			return err
 		}
-		defer srv.Process.Kill()
-		addr, version = srv.addr, srv.version
+		defer srv.Stop()
+		addr, version = srv.Addr(), srv.Version()
 	} else {
 		o, err := redis.ParseURL(*serverURL)
 		if err != nil {
@@ -105,12 +110,12 @@ func run() error {
 			run++
 			target := addr
 			if d > 0 {
-				p, err := startProxy(addr, d)
+				p, err := redistest.NewDelayProxy(addr, d)
 				if err != nil {
 					return err
 				}
 				defer p.Close()
-				target = p.Addr().String()
+				target = p.Addr()
 			}
 			admin.FlushAll(ctx)
 			res, err := coldStart(filepath.Join(dir, fmt.Sprintf("run%d", run)), "redis://"+target+"/0", simultaneous)
@@ -353,98 +358,6 @@ func speedup(cold, d time.Duration, isCold bool) string {
 		return "1x"
 	}
 	return fmt.Sprintf("%.0fx", float64(cold)/float64(d))
-}
-
-type server struct {
-	*exec.Cmd
-	addr, version string
-}
-
-func startRedis(dir string) (*server, error) {
-	bin, err := exec.LookPath(*serverBin)
-	if err != nil {
-		return nil, fmt.Errorf("%s not found (apt-get install redis-server, or pass -url)", *serverBin)
-	}
-	out, _ := exec.Command(bin, "--version").Output()
-	version := "?"
-	if _, v, ok := strings.Cut(string(out), "v="); ok {
-		version, _, _ = strings.Cut(v, " ")
-	}
-	for try := 0; try < 5; try++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
-			"--save", "", "--appendonly", "no", "--logfile", filepath.Join(dir, "redis.log"))
-		if err := cmd.Start(); err != nil {
-			return nil, err
-		}
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		for i := 0; i < 200; i++ {
-			if c, err := net.Dial("tcp", addr); err == nil {
-				c.Close()
-				return &server{cmd, addr, version}, nil
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		cmd.Process.Kill()
-		cmd.Wait()
-	}
-	return nil, fmt.Errorf("redis-server did not start")
-}
-
-// startProxy forwards to addr, delaying each reply by d (one added round
-// trip per command or pipeline).
-func startProxy(addr string, d time.Duration) (net.Listener, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", addr)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			go func() { io.Copy(up, c); up.Close() }()
-			go func() {
-				type chunk struct {
-					b  []byte
-					at time.Time
-				}
-				ch := make(chan chunk, 1024)
-				go func() {
-					defer close(ch)
-					for {
-						buf := make([]byte, 32<<10)
-						n, err := up.Read(buf)
-						if n > 0 {
-							ch <- chunk{buf[:n], time.Now()}
-						}
-						if err != nil {
-							return
-						}
-					}
-				}()
-				for k := range ch {
-					time.Sleep(time.Until(k.at.Add(d)))
-					if _, err := c.Write(k.b); err != nil {
-						break
-					}
-				}
-				c.Close()
-			}()
-		}
-	}()
-	return l, nil
 }
 
 func runtimeProcs() int { return runtime.GOMAXPROCS(0) }
