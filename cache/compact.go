@@ -258,6 +258,13 @@ func (c *Cache) compact() error {
 	if !needed || c.closed.Load() {
 		return nil // another compaction has just done it, or the handle is closing
 	}
+	// One compaction across processes at a time: a process that finds one
+	// running leaves the work to it.
+	if busy, err := c.lk.TryLockCompaction(); err != nil || busy == nil {
+		return nil
+	} else {
+		defer busy.Unlock()
+	}
 	start := time.Now()
 	defer lowGC()()
 

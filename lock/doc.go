@@ -16,6 +16,7 @@
 //
 //	offset 0            the file lock: appends and compaction hold it exclusively
 //	offset 1 + h%2^40   the key lock for a key whose hash is h (single-flight builds)
+//	offset 2^41         held by a process while it compacts (one at a time)
 //
 // Waiting is bounded. Acquisition polls a non-blocking request with a short
 // exponential backoff, so a timeout never leaves a thread blocked in the

@@ -16,6 +16,10 @@ var ErrTimeout = errors.New("lock: timed out waiting for lock")
 // keySpace is the number of distinct key-lock offsets.
 const keySpace = 1 << 40
 
+// compactionOffset is the byte a compaction holds while it runs, beyond
+// every key lock.
+const compactionOffset = 1 << 41
+
 // File is a sidecar lock file. The zero value is not usable; use New.
 // A File is safe for concurrent use.
 type File struct {
@@ -53,6 +57,18 @@ func (f *File) Lock(timeout time.Duration) (*Lock, error) {
 // returns (nil, nil) when another descriptor holds it.
 func (f *File) TryLockKey(h uint64) (*Lock, error) {
 	l, err := f.lockRange(1+int64(h%keySpace), 0)
+	if errors.Is(err, ErrTimeout) {
+		return nil, nil
+	}
+	return l, err
+}
+
+// TryLockCompaction makes one non-blocking attempt at the compaction lock,
+// which a process holds while it compacts, so that processes that cross the
+// compaction threshold together do not all do the same work. It returns
+// (nil, nil) when another descriptor holds it.
+func (f *File) TryLockCompaction() (*Lock, error) {
+	l, err := f.lockRange(compactionOffset, 0)
 	if errors.Is(err, ErrTimeout) {
 		return nil, nil
 	}

@@ -136,3 +136,31 @@ func TestHolderKilled(t *testing.T) {
 	}
 	l.Unlock()
 }
+
+// The compaction lock excludes other compactions only.
+func TestCompactionLock(t *testing.T) {
+	f := lock.New(filepath.Join(t.TempDir(), "x.lock"))
+	c, err := f.TryLockCompaction()
+	if err != nil || c == nil {
+		t.Fatal("compaction lock not taken", err)
+	}
+	if again, _ := f.TryLockCompaction(); again != nil {
+		t.Fatal("two compactions at once")
+	}
+	file, err := f.Lock(0)
+	if err != nil {
+		t.Fatal("the file lock is blocked by a compaction:", err)
+	}
+	key, _ := f.TryLockKey(1 << 40) // the last key offset wraps below the compaction byte
+	if key == nil {
+		t.Fatal("a key lock is blocked by a compaction")
+	}
+	key.Unlock()
+	file.Unlock()
+	c.Unlock()
+	if again, _ := f.TryLockCompaction(); again == nil {
+		t.Fatal("compaction lock not released")
+	} else {
+		again.Unlock()
+	}
+}
