@@ -5,10 +5,11 @@ import (
 	"unsafe"
 )
 
-// The used word of an index entry lives inside a byte chunk. Entries start at
-// 8-byte aligned offsets of 8-byte aligned chunks, so the word at off+8 is
-// aligned for 32-bit atomics. This file is the only use of unsafe in the
-// package.
+// This file holds the package's uses of unsafe.
+//
+// The used word of an index entry lives inside a byte chunk. Entries start
+// at 8-byte aligned offsets of 8-byte aligned chunks, so the word at off+8 is
+// aligned for 32-bit atomics.
 
 func atomicLoad32(c []byte, off int) uint32 {
 	_ = c[off+3]
@@ -18,4 +19,14 @@ func atomicLoad32(c []byte, off int) uint32 {
 func atomicStore32(c []byte, off int, v uint32) {
 	_ = c[off+3]
 	atomic.StoreUint32((*uint32)(unsafe.Pointer(&c[off])), v)
+}
+
+// goroutineStripe picks a hit-counter stripe for a Go caller. Go exposes no
+// goroutine or processor id, but every goroutine runs on its own stack, so
+// the address of a local variable tells concurrent goroutines apart: each
+// then counts in its own cache line, as each C thread does with the stripe
+// the C layer passes. (A stack that moves only changes the stripe.)
+func goroutineStripe() int {
+	var here byte
+	return int(uintptr(unsafe.Pointer(&here)) >> 13)
 }

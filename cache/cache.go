@@ -633,7 +633,7 @@ func (c *Cache) find(key, dst []byte, stripe int) (int, bool, error) {
 	}
 	h := xxhash.Sum64(key)
 	if stripe < 0 {
-		stripe = int(h >> 58)
+		stripe = goroutineStripe()
 	}
 	var t0 time.Time
 	if c.vlevel > 0 {
