@@ -56,9 +56,9 @@ $(EX_DIR)/c_dynamic: examples/c_dynamic/main.c $(BUILD)/include/.stamp
 	$(no_libconvcache)
 
 $(EX_DIR)/demo: examples/demo/demo.cpp examples/demo/kernels.hpp examples/demo/networks.hpp \
-                $(BUILD)/include/.stamp $(LIB)
+                examples/demo/cudnn_find.hpp $(BUILD)/include/.stamp $(LIB)
 	@mkdir -p $(@D)
-	$(CXX) $(CXXFLAGS) -o $@ $< $(LINK_CC)
+	$(CXX) $(CXXFLAGS) -o $@ $< $(LINK_CC) -ldl
 
 .PHONY: cxx-test examples-test package-test cmake-test cxx-bench
 
@@ -79,7 +79,7 @@ cxx-test: $(CXX_TEST_BINS) $(LIB)
 
 # last RUN...: runs a program, shows its last line, and shows all of it and
 # fails if it fails.
-examples-test: $(EXAMPLE_BINS) $(LIB)
+examples-test: $(EXAMPLE_BINS) $(LIB) $(STANDINS)
 	@set -e; tmp=$$(mktemp -d); e="$(CXX_CLEAN_ENV) TMPDIR=$$tmp CONVCACHE_PATH=$$tmp/examples.ccdb"; \
 	last() { "$$@" > $$tmp/out 2>&1 || { cat $$tmp/out >&2; echo "failed: $$*" >&2; exit 1; }; tail -1 $$tmp/out; }; \
 	echo "== examples/pytorch: DDP rank on device 3 benchmarks; device 0 (same GPU model) hits; device 5 (another model) benchmarks"; \
@@ -100,6 +100,13 @@ examples-test: $(EXAMPLE_BINS) $(LIB)
 	last $(EX_DIR)/demo --self-test; \
 	last $$e $(EX_DIR)/demo --quick --cold --report $$tmp/demo1.txt; \
 	last $$e $(EX_DIR)/demo --quick --run 2 --compare $$tmp/demo1.txt; \
+	echo "== examples/demo: the cuDNN path, against the stand-in cuDNN and driver (tests/preload)"; \
+	g="CONVCACHE_CUDA_LIBRARY=$(ABS_BUILD)/tests/preload/libcuda.so.1 CONVCACHE_CUDNN_LIBRARY=$(ABS_BUILD)/tests/preload/libcudnn.so.9"; \
+	last $$e $$g $(EX_DIR)/demo --quick --cold --report $$tmp/gpu1.txt; \
+	grep -q "cuDNN's find ran [1-9][0-9]* times" $$tmp/out && grep -q "scope:      cc1;gpu=Standin GPU 0" $$tmp/out \
+	  || { cat $$tmp/out >&2; echo "demo: run 1 did not use cuDNN's find" >&2; exit 1; }; \
+	last $$e $$g $(EX_DIR)/demo --quick --run 2 --compare $$tmp/gpu1.txt; \
+	grep -q "cuDNN's find ran 0 times" $$tmp/out || { cat $$tmp/out >&2; echo "demo: run 2 called cuDNN's find" >&2; exit 1; }; \
 	rm -rf $$tmp
 
 cxx-bench: $(CXX_DIR)/bench_front

@@ -9,12 +9,14 @@
 // 320 to 608 pixels, batch 8; inference at 416 and 608, batch 1), three
 // epochs, every layer instance of every forward pass.
 //
-// The benchmarks are real: a CPU autotuner times up to four convolution
-// implementations (examples/demo/kernels.hpp) on each shape and keeps the
-// fastest. To stay well under a minute it times a reduced problem (batch 1,
-// fewer channels and pixels, a few MFLOP) with the layer's own kernel size,
-// stride and padding. (A GPU build would call cuDNN's find here; this demo
-// has no cuDNN path.)
+// The benchmarks are real. Where a CUDA device and cuDNN are present, a miss
+// runs cuDNN's own cudnnFindConvolutionForwardAlgorithm on the layer's real
+// shape and caches cuDNN's perf struct under the device's fingerprint
+// (examples/demo/cudnn_find.hpp). Elsewhere a CPU autotuner times up to four
+// convolution implementations (examples/demo/kernels.hpp) on each shape and
+// keeps the fastest; to stay well under a minute it times a reduced problem
+// (batch 1, fewer channels and pixels, a few MFLOP) with the layer's own
+// kernel size, stride and padding.
 //
 // The cache is the default file (convcache_open with a NULL path:
 // $CONVCACHE_PATH, else ~/.cache/convcache/cache.ccdb), through the C++
@@ -29,6 +31,7 @@
 //   --compare FILE   print the saving against the totals in FILE; exit 1 if
 //                    this run still had to benchmark
 //   --quick          a small workload (make test's smoke run)
+//   --cpu            use the CPU autotuner even where cuDNN is present
 //   --self-test      check the convolution implementations against each other
 #include <convcache.hpp>
 
@@ -44,6 +47,7 @@
 
 #include <time.h>
 
+#include "cudnn_find.hpp"
 #include "kernels.hpp"
 #include "networks.hpp"
 
@@ -257,13 +261,14 @@ static std::map<std::string, double> read_report(const std::string &path) {
 
 static int run(int argc, char **argv) {
     int run_no = 1;
-    bool cold = false, quick = false;
+    bool cold = false, quick = false, force_cpu = false;
     std::string report, compare;
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
         if (a == "--run" && i + 1 < argc) run_no = std::atoi(argv[++i]);
         else if (a == "--cold") cold = true;
         else if (a == "--quick") quick = true;
+        else if (a == "--cpu") force_cpu = true;
         else if (a == "--report" && i + 1 < argc) report = argv[++i];
         else if (a == "--compare" && i + 1 < argc) compare = argv[++i];
         else if (a == "--self-test") {
@@ -271,33 +276,48 @@ static int run(int argc, char **argv) {
             std::printf("demo kernels self-test: %s\n", f ? "FAILED" : "all implementations agree with direct");
             return f ? 1 : 0;
         } else {
-            std::fprintf(stderr, "usage: %s [--run N] [--cold] [--report FILE] [--compare FILE] [--quick] [--self-test]\n",
+            std::fprintf(stderr, "usage: %s [--run N] [--cold] [--report FILE] [--compare FILE] [--quick] [--cpu] [--self-test]\n",
                          argv[0]);
             return 2;
         }
     }
 
-    const std::string scope = cpu_scope();
+    // cuDNN's find on device 0 where there is one; the CPU autotuner
+    // elsewhere.
+    std::unique_ptr<CudnnFinder> gpu;
+    std::string why = "--cpu", scope;
+    if (!force_cpu) {
+        char fp[CONVCACHE_SCOPE_MAX + 1];
+        if (convcache_cudnn_scope(0, fp, sizeof fp) < 0) why = convcache_last_error();
+        else if ((gpu = CudnnFinder::open(&why))) scope = fp;
+    }
+    if (!gpu) scope = cpu_scope();
     convcache_options o = convcache::options();
     o.path = nullptr; // the default file
     o.scope = scope.c_str();
     if (cold) o.mode = CONVCACHE_MODE_RECACHE;
     convcache::Cache cache(o);
     convcache::BenchmarkCache<ConvolutionParams, AlgoChoice> algos(cache, "demo.conv2d.fwd");
+    convcache::BenchmarkCache<ConvolutionParams, CudnnPerf> gpu_algos(cache, "demo.cudnn.fwd");
     const double budget = quick ? 2e5 : 20e6;
     Tuner tuner(budget);
 
     std::printf("\n=== convcache demo, run %d%s\n", run_no,
                 cold ? " (cold: CONVCACHE_MODE_RECACHE, every shape is measured again)" : "");
     std::printf("cache file: %s\nscope:      %s\n", default_path().c_str(), scope.c_str());
-    std::printf("a miss times each applicable implementation (%s) on the layer's shape reduced to batch 1 and "
-                "at most %.0f MFLOP, best of 3 (thread CPU time)\n",
-                "direct, im2col+gemm, gemm-1x1, winograd", budget / 1e6);
+    if (gpu)
+        std::printf("a miss runs cuDNN's cudnnFindConvolutionForwardAlgorithm on the layer's real shape (float, NCHW)\n");
+    else
+        std::printf("a miss times each applicable implementation (%s) on the layer's shape reduced to batch 1 and "
+                    "at most %.0f MFLOP, best of 3 (thread CPU time); cuDNN is not used: %s\n",
+                    "direct, im2col+gemm, gemm-1x1, winograd", budget / 1e6, why.c_str());
 
     const std::vector<Config> order = schedule(quick);
     uint64_t lookups = 0, hits = 0, misses = 0, from_cache = 0;
     double choosing = 0, benchmarking = 0, skipped = 0;
-    int per_algo[kNumAlgos] = {0};
+    const int num_algos = gpu ? 8 : kNumAlgos;
+    int per_algo[8] = {0};
+    uint64_t failed = 0;
     std::set<std::string> seen; // shapes met in this run
     for (size_t it = 0; it < order.size(); it++) {
         const Config &cfg = order[it];
@@ -308,16 +328,34 @@ static int run(int argc, char **argv) {
             const ConvolutionParams p = make_params(l.shape);
             const double t0 = now_s();
             AlgoChoice ch;
-            bool hit = algos.find(p, &ch); // the framework's hot path
-            if (!hit) {
-                ch = tuner.tune(l.shape); // benchmark mode: measure the candidates
-                algos.insert(p, ch);
-                benchmarking += ch.tuning_ms / 1e3;
+            int algo;
+            bool hit;
+            if (gpu) {
+                CudnnPerf perf;
+                hit = gpu_algos.find(p, &perf); // the framework's hot path
+                if (!hit) {
+                    bool ok;
+                    const double b0 = now_s();
+                    perf = gpu->find(l.shape, &ok); // benchmark mode: cuDNN measures the candidates
+                    benchmarking += now_s() - b0;
+                    if (ok) gpu_algos.insert(p, perf);
+                    else failed++;
+                }
+                algo = perf.algo;
+                ch.tuning_ms = 0; // cuDNN's struct does not record how long finding took
+            } else {
+                hit = algos.find(p, &ch); // the framework's hot path
+                if (!hit) {
+                    ch = tuner.tune(l.shape); // benchmark mode: measure the candidates
+                    algos.insert(p, ch);
+                    benchmarking += ch.tuning_ms / 1e3;
+                }
+                algo = ch.algo;
             }
             choosing += now_s() - t0;
             (hit ? it_hits : it_misses)++;
             if (seen.insert(std::string(reinterpret_cast<const char *>(&p), sizeof p)).second) {
-                per_algo[ch.algo]++;
+                if (algo >= 0 && algo < num_algos) per_algo[algo]++;
                 if (hit) {
                     from_cache++;
                     skipped += ch.tuning_ms / 1e3; // what benchmarking it took when it was stored
@@ -336,14 +374,18 @@ static int run(int argc, char **argv) {
     const struct convcache_stats st = cache.stats();
 
     std::printf("\nalgorithms chosen for the %zu distinct shapes:", seen.size());
-    for (int a = 0; a < kNumAlgos; a++) std::printf(" %s %d%s", algo_name(a), per_algo[a], a + 1 < kNumAlgos ? "," : "\n");
+    for (int a = 0; a < num_algos; a++)
+        std::printf(" %s %d%s", gpu ? cudnn_fwd_algo_name(a) : algo_name(a), per_algo[a], a + 1 < num_algos ? "," : "\n");
+    if (gpu)
+        std::printf("cuDNN's find ran %d times%s\n", gpu->calls(),
+                    failed ? (", " + std::to_string(failed) + " of them failed (not cached)").c_str() : "");
     std::printf("run %d: %llu convolution lookups: %llu hits, %llu misses, so %llu shapes benchmarked",
                 run_no, static_cast<unsigned long long>(lookups), static_cast<unsigned long long>(hits),
                 static_cast<unsigned long long>(misses), static_cast<unsigned long long>(misses));
     if (from_cache) std::printf(" and %llu found in the cache file", static_cast<unsigned long long>(from_cache));
     std::printf("\nrun %d: time spent choosing algorithms: %s (benchmarks %s, lookups and inserts %s)\n", run_no,
                 fmt_time(choosing).c_str(), fmt_time(benchmarking).c_str(), fmt_time(choosing - benchmarking).c_str());
-    if (from_cache)
+    if (from_cache && !gpu)
         std::printf("run %d: the benchmarks the cache made unnecessary took %s when they were measured\n", run_no,
                     fmt_time(skipped).c_str());
     std::printf("library: %llu lookups reached it (the rest were answered by the in-process front map): "
