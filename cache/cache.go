@@ -1133,10 +1133,10 @@ func (c *Cache) Close() error {
 	if c.closed.Swap(true) || c.mode == ModeOff {
 		return nil
 	}
-	// Wait for a compaction in flight; one that has not published yet
-	// drops its work (it sees closed).
+	// Wait for a compaction in flight (one that has not published yet drops
+	// its work: it sees closed), and keep any other from starting.
 	c.compactMu.Lock()
-	c.compactMu.Unlock()
+	defer c.compactMu.Unlock()
 	if c.opts.Remote != nil {
 		defer c.opts.Remote.Close()
 	}

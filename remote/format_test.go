@@ -166,10 +166,11 @@ func TestQueueDropsOldest(t *testing.T) {
 	}
 	// The byte bound drops too.
 	q = newQueue(100, 3*int64((&op{rec: make([]byte, 100)}).size()))
+	dropped = 0
 	for i := 0; i < 5; i++ {
-		dropped = q.push(op{kind: opSet, rec: make([]byte, 100)})
+		dropped += q.push(op{kind: opSet, rec: make([]byte, 100)})
 	}
-	if q.len() != 3 {
-		t.Fatalf("byte bound: %d queued, want 3", q.len())
+	if q.len() != 3 || dropped != 2 {
+		t.Fatalf("byte bound: %d queued, %d dropped; want 3 and 2", q.len(), dropped)
 	}
 }

@@ -66,7 +66,6 @@ func (s *redisServer) restart() {
 
 func (s *redisServer) addr() string { return s.Addr() }
 func (s *redisServer) url() string  { return s.URL() }
-func (s *redisServer) log() string  { return s.Log() }
 
 // client is a plain go-redis client for the test's own checks.
 func (s *redisServer) client() *redis.Client {
@@ -111,7 +110,6 @@ func startProxy(t testing.TB, target string, delay time.Duration) *delayProxy {
 
 func (p *delayProxy) url() string              { return p.URL() }
 func (p *delayProxy) setDelay(d time.Duration) { p.SetDelay(d) }
-func (p *delayProxy) close()                   { p.Close() }
 
 // garbageServer accepts connections and answers anything with bytes that
 // are not the Redis protocol.

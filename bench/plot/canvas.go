@@ -66,18 +66,6 @@ func (c *canvas) line(x0, y0, x1, y1, w int, col color.RGBA) {
 	}
 }
 
-// dashed draws a horizontal or vertical dashed line.
-func (c *canvas) dashed(x0, y0, x1, y1 int, col color.RGBA) {
-	n := max(abs(x1-x0), abs(y1-y0))
-	for i := 0; i <= n; i++ {
-		if (i/4)%2 == 0 {
-			x := x0 + (x1-x0)*i/max(n, 1)
-			y := y0 + (y1-y0)*i/max(n, 1)
-			c.set(x, y, col)
-		}
-	}
-}
-
 // marker draws a filled marker of the given shape centred on (x, y).
 func (c *canvas) marker(x, y, shape int, col color.RGBA) {
 	const r = 5
