@@ -19,7 +19,7 @@ type Stats struct {
 	MemBytes  int64 // memory held by the index
 	FileBytes int64 // size of the file as last seen
 	Journal   int64 // bytes appended since the last compaction
-	Snapshot  int64 // bytes of the compacted snapshot
+	Snapshot  int64 // bytes of the compacted snapshot (after the header)
 
 	LockWaits    uint64        // file-lock acquisitions that had to wait
 	LockWaitTime time.Duration // total time spent waiting
@@ -102,8 +102,8 @@ func (c *Cache) Stats() Stats {
 	st.MemBytes = ix.memBytes()
 	st.Pending = len(c.pending)
 	st.FileBytes = c.off
-	st.Snapshot = c.snapEnd
 	if c.f != nil {
+		st.Snapshot = c.snapEnd - headerSize // as File.SnapshotBytes counts it
 		st.Journal = c.off - c.snapEnd
 	}
 	st.LastCompaction = c.created

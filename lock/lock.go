@@ -75,11 +75,6 @@ func (f *File) TryLockCompaction() (*Lock, error) {
 	return l, err
 }
 
-// LockKey takes the key lock for hash h, waiting at most timeout.
-func (f *File) LockKey(h uint64, timeout time.Duration) (*Lock, error) {
-	return f.lockRange(1+int64(h%keySpace), timeout)
-}
-
 func (f *File) open() (int, error) {
 	for {
 		fd, err := unix.Open(f.path, unix.O_RDWR|unix.O_CREAT|unix.O_CLOEXEC, 0o600)

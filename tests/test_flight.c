@@ -172,40 +172,71 @@ static void processes(const char *self, const char *path) {
     unsetenv("FLIGHT_COUNTER");
 }
 
-/* The builder's process dies: a waiter in another process goes on at once. */
-static int child_hang(const char *path, int report) {
+/* A child that starts building key `id` and never finishes (until killed),
+ * holding the key's lock; it reports on fd 3 once it is building. */
+static int child_hang(const char *path, uint32_t id, int report) {
     convcache *c;
     CHECK_RC(convcache_open(path, "flight", &c), CONVCACHE_OK);
-    test_key k = make_key(800);
+    test_key k = make_key(id);
     test_val got;
     size_t n;
     convcache_get_or_create(c, &k, sizeof k, hang, &report, &got, sizeof got, &n);
     return 1; /* never reached */
 }
 
-static void dead_builder(const char *self, const char *path) {
+static pid_t spawn_hang(const char *self, const char *path, const char *id) {
     int p[2];
     CHECK(pipe(p) == 0);
-    char *args[] = {(char *)self, "hang", (char *)path, NULL};
-    pid_t holder = spawn(args, p[1]);
+    char *args[] = {(char *)self, "hang", (char *)path, (char *)id, NULL};
+    pid_t pid = spawn(args, p[1]);
     close(p[1]);
     char b;
     CHECK(read(p[0], &b, 1) == 1); /* it is building, holding the key lock */
+    close(p[0]);
+    return pid;
+}
+
+typedef struct {
+    convcache *c;
+    uint32_t id;
+    int rc;
+    double done;  /* read after the join */
+    int finished; /* atomic: set when the call returned */
+} waiter;
+
+static void *wait_for_key(void *arg) {
+    waiter *w = arg;
+    test_key k = make_key(w->id);
+    test_val got;
+    size_t n;
+    w->rc = convcache_get_or_create(w->c, &k, sizeof k, builder, NULL, &got, sizeof got, &n);
+    w->done = now_sec();
+    __atomic_store_n(&w->finished, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+/* The builder's process dies while another process waits for it: the
+ * waiter goes on at once, not after its build timeout. */
+static void dead_builder(const char *self, const char *path) {
+    pid_t holder = spawn_hang(self, path, "800");
     setenv("CONVCACHE_BUILD_TIMEOUT_MS", "30000", 1);
     convcache *c;
     CHECK_RC(convcache_open(path, "flight", &c), CONVCACHE_OK);
     unsetenv("CONVCACHE_BUILD_TIMEOUT_MS");
-    test_key k = make_key(800);
-    test_val got;
-    size_t n;
     builds = 0;
-    usleep(50000);
-    double t0 = now_sec();
+    waiter w = {c, 800, -99, 0, 0};
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, wait_for_key, &w) == 0);
+    usleep(300000);
+    CHECK(__atomic_load_n(&w.finished, __ATOMIC_SEQ_CST) == 0 &&
+          __atomic_load_n(&builds, __ATOMIC_SEQ_CST) == 0); /* still waiting for the holder */
+    double killed = now_sec();
     kill(holder, SIGKILL);
-    int rc = convcache_get_or_create(c, &k, sizeof k, builder, NULL, &got, sizeof got, &n);
-    double took = now_sec() - t0;
-    CHECK(rc == CONVCACHE_OK && builds == 1);
-    printf("builder killed: the waiter built it itself %.0f ms later (build timeout 30 s)\n", took * 1000);
+    pthread_join(t, NULL);
+    double took = w.done - killed;
+    CHECK(w.rc == CONVCACHE_OK && builds == 1);
+    printf("builder killed while another process waited: the waiter built it itself %.0f ms later "
+           "(build timeout 30 s)\n", took * 1000);
     CHECK(took < 5.0); /* far below the 30 s timeout: released at once, not timed out */
     int st = wait_status(holder);
     CHECK(WIFSIGNALED(st));
@@ -215,13 +246,7 @@ static void dead_builder(const char *self, const char *path) {
 /* A slow builder in another process: a waiter builds the value itself once
  * the build timeout has passed. */
 static void wait_timeout(const char *self, const char *path) {
-    int p[2];
-    CHECK(pipe(p) == 0);
-    char *args[] = {(char *)self, "hang801", (char *)path, NULL};
-    pid_t holder = spawn(args, p[1]);
-    close(p[1]);
-    char b;
-    CHECK(read(p[0], &b, 1) == 1); /* it holds key 801's lock and never finishes */
+    pid_t holder = spawn_hang(self, path, "801"); /* holds key 801's lock, never finishes */
     setenv("CONVCACHE_BUILD_TIMEOUT_MS", "300", 1);
     convcache *c;
     CHECK_RC(convcache_open(path, "flight", &c), CONVCACHE_OK);
@@ -241,24 +266,13 @@ static void wait_timeout(const char *self, const char *path) {
     convcache_close(c);
 }
 
-static int child_hang801(const char *path, int report) {
-    convcache *c;
-    CHECK_RC(convcache_open(path, "flight", &c), CONVCACHE_OK);
-    test_key k = make_key(801);
-    test_val got;
-    size_t n;
-    convcache_get_or_create(c, &k, sizeof k, hang, &report, &got, sizeof got, &n);
-    return 1;
-}
-
 int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], "ask") == 0) {
         counter_file = getenv("FLIGHT_COUNTER");
         build_ms = 200;
         return child_ask(argv[2], 3);
     }
-    if (argc == 3 && strcmp(argv[1], "hang") == 0) return child_hang(argv[2], 3);
-    if (argc == 3 && strcmp(argv[1], "hang801") == 0) return child_hang801(argv[2], 3);
+    if (argc == 4 && strcmp(argv[1], "hang") == 0) return child_hang(argv[2], (uint32_t)atoi(argv[3]), 3);
     char *path = test_path("flight.ccdb");
     threads(path);
     errors_and_sizes(path);
