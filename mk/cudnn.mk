@@ -8,17 +8,21 @@
 PRELOAD_LIB := $(BUILD)/libconvcache_preload.so
 STANDIN_DIR := $(BUILD)/tests/preload
 STANDINS    := $(STANDIN_DIR)/libcuda.so.1 $(STANDIN_DIR)/libcudnn.so.9
-PRELOAD_TEST_BINS := $(STANDIN_DIR)/preload_prog $(STANDIN_DIR)/scope_test
+PRELOAD_TEST_BINS := $(STANDIN_DIR)/preload_prog $(STANDIN_DIR)/preload_linked \
+                     $(STANDIN_DIR)/scope_test
+PRELOAD_PROG_SRC  := tests/preload/preload_prog.c tests/preload/planted.c tests/preload/args.c
 
 ALL_TARGETS     += $(PRELOAD_LIB)
 TEST_TARGETS    += cudnn-test
 INSTALL_TARGETS += install-preload
 
 # Pure C, never linked against libconvcache (it dlopens it on first use) nor
-# against cuDNN (it finds the real functions with dlsym).
-$(PRELOAD_LIB): cudnn/preload/preload.c include/convcache.h
+# against cuDNN (it finds the real functions with dlsym). Only the six find
+# functions and convcache_preload_stats are exported (-fvisibility=hidden).
+PRELOAD_SRC := $(wildcard cudnn/preload/*.c)
+$(PRELOAD_LIB): $(PRELOAD_SRC) cudnn/preload/preload.h include/convcache.h
 	@mkdir -p $(BUILD)
-	$(CC) $(CFLAGS) -fPIC -shared -fvisibility=hidden -Iinclude -o $@ $< -ldl -lpthread
+	$(CC) $(CFLAGS) -fPIC -shared -fvisibility=hidden -Iinclude -o $@ $(PRELOAD_SRC) -ldl -lpthread
 
 $(STANDIN_DIR)/libcuda.so.1: tests/preload/standin_cuda.c
 	@mkdir -p $(STANDIN_DIR)
@@ -28,9 +32,18 @@ $(STANDIN_DIR)/libcudnn.so.9: tests/preload/standin_cudnn.c $(STANDIN_DIR)/libcu
 	$(CC) $(CFLAGS) -fPIC -shared -Wl,-soname,libcudnn.so.9 -o $@ $< \
 	  -L$(STANDIN_DIR) -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN'
 
-$(STANDIN_DIR)/preload_prog: tests/preload/preload_prog.c include/convcache.h $(STANDINS)
-	$(CC) $(CFLAGS) -Iinclude -o $@ $< -L$(STANDIN_DIR) -l:libcudnn.so.9 -l:libcuda.so.1 \
-	  -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
+$(STANDIN_DIR)/preload_prog: $(PRELOAD_PROG_SRC) tests/preload/prog.h include/convcache.h $(STANDINS)
+	$(CC) $(CFLAGS) -Iinclude -o $@ $(PRELOAD_PROG_SRC) -L$(STANDIN_DIR) -l:libcudnn.so.9 \
+	  -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
+
+# The same program linked to the interposer itself (first, so that its find
+# functions win) with absolute run paths: a setuid copy of it runs in secure
+# mode, where the loader ignores LD_PRELOAD paths and $$ORIGIN.
+$(STANDIN_DIR)/preload_linked: $(PRELOAD_PROG_SRC) tests/preload/prog.h include/convcache.h \
+  $(STANDINS) $(PRELOAD_LIB)
+	$(CC) $(CFLAGS) -Iinclude -o $@ $(PRELOAD_PROG_SRC) -Wl,--no-as-needed \
+	  -L$(BUILD) -l:libconvcache_preload.so -L$(STANDIN_DIR) -l:libcudnn.so.9 -l:libcuda.so.1 \
+	  -Wl,-rpath,$(ABS_BUILD)/tests/preload:$(ABS_BUILD) -ldl -lpthread
 
 $(STANDIN_DIR)/scope_test: tests/preload/scope_test.c $(LIB) $(BUILD)/include/.stamp
 	@mkdir -p $(STANDIN_DIR)

@@ -5,21 +5,36 @@
  *
  *   preload_prog run OUT [DEVICE]  a fixed workload of 18 find calls (3 shapes x
  *                                  6 functions); results to OUT; prints
- *                                  "finds N" (calls that reached cuDNN)
+ *                                  "finds N" (calls that reached cuDNN) and
+ *                                  "success_ms X" (the sum of the successful
+ *                                  results' times it got)
  *   preload_prog vary              one field at a time must miss, repeats hit
  *   preload_prog status            failed or out-of-range results are not cached
  *   preload_prog keys              the key layout of cudnn/doc.go, built here
  *                                  independently, is the one the interposer uses;
  *                                  a damaged entry is measured again and replaced
+ *   preload_prog poison            every poisoned field of a planted entry is
+ *                                  caught: measured again and replaced (planted.c)
+ *   preload_prog poison-real       poisoned results from cuDNN itself reach the
+ *                                  caller unchanged and are never stored
+ *   preload_prog nulls             NULL arguments and requests below 1 reach cuDNN,
+ *                                  even for a stored problem (args.c)
+ *   preload_prog getters           getters reporting dimension counts out of
+ *                                  range pass every call through (args.c)
  *   preload_prog fork              a child forked after the library loaded passes
  *                                  through; the parent keeps its cache
  *   preload_prog fork-early        a child forked before any load uses the cache
+ *   preload_prog fork-idle         one call, then a child that does nothing and
+ *                                  exits with exit(): only the parent may print
+ *                                  the CONVCACHE_VERBOSE summary
  *   preload_prog flight            8 threads missing one key benchmark it once
  *   preload_prog cost N            times the first call and N repeats of it (a
  *                                  measurement, not a test)
  *   preload_prog nogo [call]       prints threads, whether libconvcache is mapped,
  *                                  and the interposer's counters; with "call",
  *                                  after one find call
+ *   preload_prog secure            prints "at_secure N" (getauxval), then makes
+ *                                  one find call
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -29,58 +44,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "convcache.h"
+#include "prog.h"
 
-/* ---- the stand-in cuDNN and driver ---- */
-typedef struct {
-    int algo, status;
-    float time;
-    size_t memory;
-    int determinism, mathType, reserved[3];
-} perf_t;
-typedef void *D;
-int cudnnCreate(D *);
-int cudnnSetStream(D, void *);
-int cudnnCreateTensorDescriptor(D *);
-int cudnnSetTensorNdDescriptor(D, int, int, const int *, const int *);
-int cudnnCreateFilterDescriptor(D *);
-int cudnnSetFilterNdDescriptor(D, int, int, int, const int *);
-int cudnnCreateConvolutionDescriptor(D *);
-int cudnnSetConvolutionNdDescriptor(D, int, const int *, const int *, const int *, int, int);
-int cudnnSetConvolutionMathType(D, int);
-int cudnnSetConvolutionGroupCount(D, int);
-int cudnnSetConvolutionReorderType(D, int);
-int cudnnFindConvolutionForwardAlgorithm(D, D, D, D, D, int, int *, perf_t *);
-int cudnnFindConvolutionForwardAlgorithmEx(D, D, const void *, D, const void *, D, D, void *, int,
-                                           int *, perf_t *, void *, size_t);
-int cudnnFindConvolutionBackwardDataAlgorithm(D, D, D, D, D, int, int *, perf_t *);
-int cudnnFindConvolutionBackwardDataAlgorithmEx(D, D, const void *, D, const void *, D, D, void *,
-                                                int, int *, perf_t *, void *, size_t);
-int cudnnFindConvolutionBackwardFilterAlgorithm(D, D, D, D, D, int, int *, perf_t *);
-int cudnnFindConvolutionBackwardFilterAlgorithmEx(D, D, const void *, D, const void *, D, D,
-                                                  void *, int, int *, perf_t *, void *, size_t);
-int standin_find_calls(void);
-void *standin_cuda_stream(int dev);
+int failures;
 
-struct preload_stats {
-    unsigned long long calls, hits, misses, passthrough, library_loads, errors;
-};
-
-static int failures;
-#define CHECK(cond, ...)                                                                  \
-    do {                                                                                  \
-        if (!(cond)) {                                                                    \
-            fprintf(stderr, "preload_prog:%d: check failed: %s: ", __LINE__, #cond);      \
-            fprintf(stderr, __VA_ARGS__);                                                 \
-            fprintf(stderr, "\n");                                                        \
-            failures++;                                                                   \
-        }                                                                                 \
-    } while (0)
-
-static int get_stats(struct preload_stats *s) {
+int get_stats(struct preload_stats *s) {
     int (*f)(struct preload_stats *, size_t) =
         (int (*)(struct preload_stats *, size_t))dlsym(RTLD_DEFAULT, "convcache_preload_stats");
     memset(s, 0, sizeof *s);
@@ -88,17 +61,12 @@ static int get_stats(struct preload_stats *s) {
 }
 
 /* ---- a convolution problem ---- */
-struct problem {
-    int dt, nb, x[5], xs[5], fdt, fmt, w[5], n, pad[3], stride[3], dil[3], mode, ctype, math,
-        groups, reorder, y[5], ys[5];
-};
-
-static void packed(const int *d, int nb, int *s) {
+void packed(const int *d, int nb, int *s) {
     s[nb - 1] = 1;
     for (int i = nb - 2; i >= 0; i--) s[i] = s[i + 1] * d[i + 1];
 }
 
-static struct problem make(int n, int c, int h, int k, int r, int pad, int stride) {
+struct problem make(int n, int c, int h, int k, int r, int pad, int stride) {
     struct problem p = {.dt = 0, .nb = 4, .x = {n, c, h, h}, .fdt = 0, .fmt = 0, .w = {k, c, r, r},
                         .n = 2, .pad = {pad, pad}, .stride = {stride, stride}, .dil = {1, 1},
                         .mode = 1, .ctype = 0, .math = 0, .groups = 1, .reorder = 0};
@@ -109,9 +77,7 @@ static struct problem make(int n, int c, int h, int k, int r, int pad, int strid
     return p;
 }
 
-struct descs { D x, w, conv, y; };
-
-static void set(struct descs *d, const struct problem *p) {
+void set(struct descs *d, const struct problem *p) {
     if (!d->x) {
         cudnnCreateTensorDescriptor(&d->x);
         cudnnCreateTensorDescriptor(&d->y);
@@ -130,9 +96,7 @@ static void set(struct descs *d, const struct problem *p) {
 static D handle;
 static char buf[64]; /* stands for device memory; never read */
 
-/* find runs function f (0..5: fwd, fwd-ex, bwd-data, bwd-data-ex,
- * bwd-filter, bwd-filter-ex) and returns the status. */
-static int find(int f, const struct descs *d, int req, size_t ws, int *ret, perf_t *perf) {
+int find(int f, const struct descs *d, int req, size_t ws, int *ret, perf_t *perf) {
     switch (f) {
     case 0: return cudnnFindConvolutionForwardAlgorithm(handle, d->x, d->w, d->conv, d->y, req, ret, perf);
     case 1: return cudnnFindConvolutionForwardAlgorithmEx(handle, d->x, buf, d->w, buf, d->conv, d->y, buf, req, ret, perf, buf, ws);
@@ -143,7 +107,7 @@ static int find(int f, const struct descs *d, int req, size_t ws, int *ret, perf
     }
 }
 
-static const int counts[6] = {8, 8, 6, 6, 7, 7};
+const int counts[6] = {8, 8, 6, 6, 7, 7};
 
 static void print_results(FILE *f, const char *what, int st, int n, const perf_t *p) {
     fprintf(f, "%s status %d returned %d\n", what, st, n);
@@ -165,6 +129,7 @@ static int run(const char *out) {
     FILE *f = fopen(out, "w");
     if (!f) return perror(out), 2;
     struct descs d = {0};
+    double success_ms = 0; /* the time of every successful result returned */
     for (int s = 0; s < 3; s++) {
         set(&d, &ps[s]);
         for (int fn = 0; fn < 6; fn++) {
@@ -174,15 +139,18 @@ static int run(const char *out) {
             char what[64];
             snprintf(what, sizeof what, "shape %d function %d", s, fn);
             print_results(f, what, st, n, perf);
+            for (int i = 0; i < n && st == 0; i++)
+                if (perf[i].status == 0) success_ms += (double)perf[i].time;
         }
     }
     fclose(f);
     printf("finds %d\n", standin_find_calls());
+    printf("success_ms %.3f\n", success_ms);
     return 0;
 }
 
 /* ---- vary ---- */
-static int same(const perf_t *a, const perf_t *b, int n) {
+int same(const perf_t *a, const perf_t *b, int n) {
     for (int i = 0; i < n; i++)
         if (a[i].algo != b[i].algo || a[i].status != b[i].status || a[i].time != b[i].time ||
             a[i].memory != b[i].memory || a[i].determinism != b[i].determinism ||
@@ -191,9 +159,7 @@ static int same(const perf_t *a, const perf_t *b, int n) {
     return 1;
 }
 
-/* call runs fn on p and checks whether it reached cuDNN (want_miss) and
- * returned success. */
-static void call(const char *what, int fn, const struct problem *p, int req, size_t ws,
+void call(const char *what, int fn, const struct problem *p, int req, size_t ws,
                  int want_miss) {
     static struct descs d;
     set(&d, p);
@@ -314,98 +280,6 @@ static int status(void) {
     return failures ? 1 : 0;
 }
 
-/* ---- keys: the documented layout, built independently ---- */
-struct key { unsigned char b[1024]; size_t n; };
-static void k32(struct key *k, int32_t v) {
-    for (int i = 0; i < 4; i++) k->b[k->n++] = (unsigned char)((uint32_t)v >> (8 * i));
-}
-static void ktensor(struct key *k, int dt, int nb, const int *d, const int *s) {
-    k32(k, dt), k32(k, nb);
-    for (int i = 0; i < nb; i++) k32(k, d[i]);
-    for (int i = 0; i < nb; i++) k32(k, s[i]);
-}
-static void fwd_key(struct key *k, const struct problem *p, int ex, int req, uint64_t ws) {
-    k->n = 0;
-    memcpy(k->b, "ccf1", 4), k->n = 4;
-    k->b[k->n++] = 1, k->b[k->n++] = (unsigned char)ex, k->b[k->n++] = 0, k->b[k->n++] = 0;
-    k32(k, req), k32(k, (int32_t)(uint32_t)ws), k32(k, (int32_t)(uint32_t)(ws >> 32));
-    ktensor(k, p->dt, p->nb, p->x, p->xs);
-    k32(k, p->fdt), k32(k, p->fmt), k32(k, p->nb);
-    for (int i = 0; i < p->nb; i++) k32(k, p->w[i]);
-    k32(k, p->n);
-    for (int i = 0; i < p->n; i++) k32(k, p->pad[i]);
-    for (int i = 0; i < p->n; i++) k32(k, p->stride[i]);
-    for (int i = 0; i < p->n; i++) k32(k, p->dil[i]);
-    k32(k, p->mode), k32(k, p->ctype), k32(k, p->math), k32(k, p->groups), k32(k, p->reorder);
-    ktensor(k, p->dt, p->nb, p->y, p->ys);
-}
-
-static int keys(void) {
-    /* Load the library through the interposer with an unrelated call. */
-    const struct problem other = make(4, 4, 8, 4, 1, 0, 1);
-    call("warm-up", 0, &other, 8, 0, 1);
-    void *lib = dlopen("libconvcache.so." "1", RTLD_NOW | RTLD_NOLOAD);
-    CHECK(lib != NULL, "the interposer did not load libconvcache");
-    if (!lib) return 1;
-    int (*scope_fn)(int, char *, size_t) = (int (*)(int, char *, size_t))dlsym(lib, "convcache_cudnn_scope");
-    int (*open_fn)(const char *, const char *, convcache **) = (int (*)(const char *, const char *, convcache **))dlsym(lib, "convcache_open");
-    int (*insert_fn)(convcache *, const void *, size_t, const void *, size_t) = (int (*)(convcache *, const void *, size_t, const void *, size_t))dlsym(lib, "convcache_insert");
-    char scope[CONVCACHE_SCOPE_MAX + 1];
-    convcache *c = NULL;
-    CHECK(scope_fn(0, scope, sizeof scope) > 0, "no scope");
-    CHECK(open_fn(NULL, scope, &c) == 0, "cannot open the cache");
-    if (!c) return 1;
-
-    struct problem base = make(32, 64, 56, 64, 3, 1, 1);
-    base.math = 1;
-    struct descs d = {0};
-    set(&d, &base);
-    struct key k;
-    /* A valid entry planted under the documented key is what find returns. */
-    perf_t planted[2] = {{.algo = 2, .time = 7.5f, .memory = 4096, .determinism = 1},
-                         {.algo = 6, .status = 3000, .time = -1}};
-    for (int ex = 0; ex < 2; ex++) {
-        fwd_key(&k, &base, ex, 5, ex ? 1 << 20 : 0);
-        CHECK(insert_fn(c, k.b, k.n, planted, sizeof planted) == 0, "insert failed");
-        perf_t perf[8];
-        int n = 0, before = standin_find_calls();
-        int st = find(ex, &d, 5, 1 << 20, &n, perf);
-        CHECK(st == 0 && n == 2 && same(perf, planted, 2) && standin_find_calls() == before,
-              "ex %d: the planted entry was not found under the documented key (status %d, "
-              "%d results, algo %d)", ex, st, n, perf[0].algo);
-    }
-    /* Damaged entries are measured again and replaced. */
-    perf_t bad_algo[1] = {{.algo = 8}};
-    perf_t too_many[8] = {{0}};
-    perf_t big_ws[1] = {{.algo = 1, .memory = (2 << 20)}};
-    struct { const char *name; int ex, req; const void *v; size_t len; } damaged[] = {
-        {"algorithm out of range", 0, 8, bad_algo, sizeof bad_algo},
-        {"more results than requested", 0, 3, too_many, sizeof too_many},
-        {"a ragged length", 0, 7, too_many, 47},
-        {"no results", 0, 6, too_many, 0},
-        {"workspace beyond the offer", 1, 8, big_ws, sizeof big_ws},
-    };
-    for (size_t i = 0; i < sizeof damaged / sizeof damaged[0]; i++) {
-        fwd_key(&k, &base, damaged[i].ex, damaged[i].req, damaged[i].ex ? 1 << 20 : 0);
-        CHECK(insert_fn(c, k.b, k.n, damaged[i].v, damaged[i].len) == 0, "insert failed");
-        perf_t perf[8];
-        int n = 0, before = standin_find_calls();
-        int st = find(damaged[i].ex, &d, damaged[i].req, 1 << 20, &n, perf);
-        CHECK(st == 0 && n >= 1 && standin_find_calls() == before + 1,
-              "%s: was not measured again (status %d, %d results)", damaged[i].name, st, n);
-        perf_t again[8];
-        int n2 = 0;
-        before = standin_find_calls();
-        st = find(damaged[i].ex, &d, damaged[i].req, 1 << 20, &n2, again);
-        CHECK(st == 0 && n2 == n && same(perf, again, n) && standin_find_calls() == before,
-              "%s: the replacement was not cached", damaged[i].name);
-    }
-    struct preload_stats s;
-    get_stats(&s);
-    CHECK(s.errors == 5, "%llu errors counted, want 5", s.errors);
-    return failures ? 1 : 0;
-}
-
 /* ---- fork ---- */
 static int do_fork(int early) {
     const struct problem base = make(32, 64, 56, 64, 3, 1, 1);
@@ -447,6 +321,25 @@ static int do_fork(int early) {
     int before = standin_find_calls();
     CHECK(find(0, &d, 8, 0, &n, perf) == 0, "parent call after fork failed");
     CHECK(standin_find_calls() == before, "parent call after the child did not hit");
+    return failures ? 1 : 0;
+}
+
+/* fork_idle: the child of a process that has made a find call does
+ * nothing and leaves through exit(), which runs the interposer's exit code:
+ * it must print no CONVCACHE_VERBOSE summary of its parent's calls. */
+static int fork_idle(void) {
+    const struct problem base = make(32, 64, 56, 64, 3, 1, 1);
+    struct descs d = {0};
+    set(&d, &base);
+    perf_t perf[8];
+    int n = 0;
+    CHECK(find(0, &d, 8, 0, &n, perf) == 0, "the call failed");
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) exit(0);
+    int ws = 0;
+    CHECK(pid > 0 && waitpid(pid, &ws, 0) == pid, "fork or wait failed");
+    CHECK(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "the child failed (status %d)", ws);
     return failures ? 1 : 0;
 }
 
@@ -537,9 +430,18 @@ static int nogo(int do_call) {
     return 0;
 }
 
+/* secure: whether the kernel started this process in secure mode (setuid
+ * or setgid), then one find call. */
+static int secure(void) {
+    printf("at_secure %lu\n", getauxval(AT_SECURE));
+    fflush(stdout);
+    return nogo(1);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: preload_prog run|vary|status|keys|fork|fork-early|flight|nogo\n");
+        fprintf(stderr, "usage: preload_prog run|vary|status|keys|poison|poison-real|nulls|getters|fork|fork-early|"
+                        "fork-idle|flight|cost|nogo|secure\n");
         return 2;
     }
     const char *m = argv[1];
@@ -548,11 +450,17 @@ int main(int argc, char **argv) {
     if (!strcmp(m, "vary")) return vary();
     if (!strcmp(m, "status")) return status();
     if (!strcmp(m, "keys")) return keys();
+    if (!strcmp(m, "poison")) return poison();
+    if (!strcmp(m, "poison-real")) return poison_real();
+    if (!strcmp(m, "nulls")) return nulls();
+    if (!strcmp(m, "getters")) return getters();
     if (!strcmp(m, "fork")) return do_fork(0);
     if (!strcmp(m, "fork-early")) return do_fork(1);
+    if (!strcmp(m, "fork-idle")) return fork_idle();
     if (!strcmp(m, "flight")) return flight();
     if (!strcmp(m, "cost")) return cost(argc > 2 ? atoi(argv[2]) : 10000);
     if (!strcmp(m, "nogo")) return nogo(argc > 2 && !strcmp(argv[2], "call"));
+    if (!strcmp(m, "secure")) return secure();
     fprintf(stderr, "preload_prog: unknown mode %s\n", m);
     return 2;
 }

@@ -15,7 +15,8 @@ trap 'rm -rf "$T"' EXIT INT TERM
 
 unset CONVCACHE_SCOPE CONVCACHE_TAG CONVCACHE_MODE CONVCACHE_DISABLE CONVCACHE_PRELOAD_LOG \
     CONVCACHE_CUDA_LIBRARY CONVCACHE_CUDNN_LIBRARY CONVCACHE_SYSTEM_PATH CONVCACHE_REMOTE \
-    STANDIN_FIND_STATUS STANDIN_BAD_ALGO STANDIN_DRIVER_VERSION STANDIN_CUDNN_VERSION
+    CONVCACHE_VERBOSE STANDIN_FIND_STATUS STANDIN_BAD_ALGO STANDIN_DRIVER_VERSION \
+    STANDIN_CUDNN_VERSION STANDIN_POISON STANDIN_TOTAL_MEM STANDIN_CUDA_NO_DRIVER STANDIN_BAD_DIMS
 fails=0
 n=0
 ok() { echo "ok   $*"; }
@@ -83,7 +84,7 @@ expect_finds "CONVCACHE_SCOPE covers every device" 0 "$T/o"
 
 # ---- 3. One field at a time, Ex workspace, failures, damaged entries,
 # fork, threads.
-for mode in vary status keys fork fork-early flight; do
+for mode in vary status keys poison poison-real nulls getters fork fork-early flight; do
     fresh
     if pre "$PROG" "$mode" >"$T/o" 2>"$T/err"; then ok "preload_prog $mode"
     else bad "preload_prog $mode:"; cat "$T/err" >&2; fi
@@ -150,7 +151,104 @@ for i in 1 2; do
     expect_finds "CONVCACHE_DISABLE=1, run $i" 18 "$T/o" "$T/r.txt" "$T/base.txt"
 done
 
-# ---- 6. The fingerprint itself.
+# ---- 6. Poisoned entries (planted.c) under CONVCACHE_SCOPE (no device
+# lookup: the 1 TiB cap) and under cuDNN 8 (its status values); section 3
+# ran them under a device's memory.
+fresh
+if CONVCACHE_SCOPE=planted pre "$PROG" poison >"$T/o" 2>"$T/err"; then
+    ok "poisoned entries under CONVCACHE_SCOPE"
+else bad "poisoned entries under CONVCACHE_SCOPE:"; cat "$T/err" >&2; fi
+fresh
+if STANDIN_CUDNN_VERSION=80906 pre "$PROG" poison >"$T/o" 2>"$T/err"; then
+    ok "poisoned entries under cuDNN 8"
+else bad "poisoned entries under cuDNN 8:"; cat "$T/err" >&2; fi
+fresh
+STANDIN_CUDNN_VERSION=80906 pre "$PROG" run "$T/r.txt" >"$T/o"
+STANDIN_CUDNN_VERSION=80906 pre "$PROG" run "$T/r.txt" >"$T/o"
+expect_finds "cuDNN 8's results (its NOT_SUPPORTED is 9) are stored: run 2 hits" 0 "$T/o"
+
+# ---- 7. CONVCACHE_SCOPE is the scope of every device: no device lookup.
+fresh
+STANDIN_CUDA_NO_DRIVER=1 pre "$PROG" run "$T/r.txt" >"$T/o" 2>"$T/err"
+expect_finds "no CUDA driver, no CONVCACHE_SCOPE: passes through" 18 "$T/o" "$T/r.txt" "$T/base.txt"
+grep -q 'cannot tell the CUDA device' "$T/err" && ok "... and says why" ||
+    bad "no CUDA driver: no warning: $(cat "$T/err")"
+for i in 1 2; do
+    STANDIN_CUDA_NO_DRIVER=1 CONVCACHE_SCOPE=nodriver pre "$PROG" run "$T/r.txt" >"$T/o" 2>"$T/err"
+    expect_finds "no CUDA driver, CONVCACHE_SCOPE set, run $i" $((i == 1 ? 18 : 0)) "$T/o" \
+        "$T/r.txt" "$T/base.txt"
+done
+[ ! -s "$T/err" ] && ok "... with no warning" || bad "CONVCACHE_SCOPE, no driver: $(cat "$T/err")"
+long=$(head -c 4097 /dev/zero | tr '\0' s)
+CONVCACHE_SCOPE=$long pre "$PROG" run "$T/r.txt" >"$T/o" 2>"$T/err"
+expect_finds "CONVCACHE_SCOPE over 4096 bytes: passes through" 18 "$T/o" "$T/r.txt" "$T/base.txt"
+[ "$(grep -c 'CONVCACHE_SCOPE is longer than 4096 bytes' "$T/err")" = 1 ] && ok "... with one warning" ||
+    bad "over-long CONVCACHE_SCOPE: $(cut -c 1-200 "$T/err")"
+
+# ---- 8. The CONVCACHE_VERBOSE summary at exit: one line, only in a process
+# that made find calls or loaded the library.
+summary() { grep '^convcache-preload: summary: ' "$1"; }
+# expect_summary NAME ERRFILE PATTERN: exactly one summary line, matching.
+expect_summary() {
+    got=$(summary "$2")
+    if [ "$(summary "$2" | wc -l)" = 1 ] && case $got in $3) true ;; *) false ;; esac; then
+        ok "$1"
+    else bad "$1: got summary [$got]
+  want [$3]"; fi
+}
+no_summary() {
+    if summary "$2" >/dev/null; then bad "$1: printed [$(summary "$2")]"; else ok "$1"; fi
+}
+MS='[0-9]*.[0-9][0-9][0-9]'
+fresh
+CONVCACHE_VERBOSE=1 pre "$PROG" run "$T/r.txt" >"$T/o" 2>"$T/err"
+expect_summary "summary of a first run" "$T/err" "convcache-preload: summary: finds 18, hits 0, misses 18, passthrough 0, strict refusals 0, errors 0; cuDNN find time on misses $MS ms; benchmark time saved by hits >= 0.000 ms"
+CONVCACHE_VERBOSE=1 pre "$PROG" run "$T/r.txt" >"$T/o" 2>"$T/err"
+ms=$(sed -n 's/^success_ms //p' "$T/o")
+expect_summary "summary of a second run: saved = the cached successes' times ($ms ms)" "$T/err" "convcache-preload: summary: finds 18, hits 18, misses 0, passthrough 0, strict refusals 0, errors 0; cuDNN find time on misses 0.000 ms; benchmark time saved by hits >= $ms ms"
+pre "$PROG" run "$T/r.txt" >"$T/o" 2>"$T/err"
+no_summary "no summary without CONVCACHE_VERBOSE" "$T/err"
+CONVCACHE_VERBOSE=0 pre "$PROG" run "$T/r.txt" >"$T/o" 2>"$T/err"
+no_summary "no summary with CONVCACHE_VERBOSE=0" "$T/err"
+CONVCACHE_VERBOSE=1 pre "$PROG" nogo >"$T/o" 2>"$T/err"
+no_summary "no summary from a process that made no find call" "$T/err"
+CONVCACHE_VERBOSE=2 pre "$PROG" fork-idle >"$T/o" 2>"$T/err" || bad "fork-idle failed: $(cat "$T/err")"
+expect_summary "one summary (the parent's) when an idle forked child exits" "$T/err" "convcache-preload: summary: finds 1, *"
+fresh
+CONVCACHE_MODE=strict CONVCACHE_VERBOSE=1 pre "$PROG" run "$T/r.txt" >"$T/o" 2>"$T/err"
+expect_summary "strict refusals are counted" "$T/err" "convcache-preload: summary: finds 18, hits 0, misses 0, passthrough 0, strict refusals 18, errors 0; *"
+CONVCACHE_VERBOSE=1 LD_PRELOAD=$T/alone/libconvcache_preload.so timeout 60 "$PROG" run "$T/r.txt" >"$T/o" 2>"$T/err"
+expect_summary "summary without libconvcache.so" "$T/err" "convcache-preload: summary: finds 18, hits 0, misses 0, passthrough 18, strict refusals 0, errors 0; *"
+
+# ---- 9. Secure mode (setuid): CONVCACHE_PRELOAD_LOG and CONVCACHE_VERBOSE
+# are ignored. Needs root, to make a setuid copy.
+mkdir -p "$T/secure"
+cp "$S/preload_linked" "$T/secure/prog"
+sec_env="CONVCACHE_PRELOAD_LOG=1 CONVCACHE_VERBOSE=1 HOME=$T/nohome XDG_CACHE_HOME=$T/nohome CONVCACHE_PATH=$T/secure/cache.ccdb"
+env $sec_env "$T/secure/prog" secure >"$T/o" 2>"$T/err"
+if grep -q '^at_secure 0' "$T/o" && grep -q '^convcache-preload: fwd ' "$T/err" && summary "$T/err" >/dev/null; then
+    ok "not setuid: CONVCACHE_PRELOAD_LOG and CONVCACHE_VERBOSE print"
+else bad "the linked program did not log: $(cat "$T/o" "$T/err")"; fi
+if [ "$(id -u)" = 0 ] && chown 65534 "$T/secure/prog" 2>/dev/null && chmod 4755 "$T/secure/prog" &&
+    env $sec_env "$T/secure/prog" secure >"$T/o" 2>"$T/err" && grep -q '^at_secure 1' "$T/o"; then
+    if grep -q '^convcache-preload:' "$T/err"; then
+        bad "setuid: the interposer read CONVCACHE_PRELOAD_LOG or CONVCACHE_VERBOSE: $(cat "$T/err")"
+    else ok "setuid (AT_SECURE): CONVCACHE_PRELOAD_LOG and CONVCACHE_VERBOSE are ignored"; fi
+else
+    echo "skip secure mode: cannot run a setuid copy here (needs root and a suid mount): $(cat "$T/o" "$T/err" 2>/dev/null | head -n 3)"
+fi
+
+# ---- 10. Warnings carry no terminal control characters, whatever the
+# path or error text holds.
+fresh
+: >"$T/file"
+ESC=$(printf '\033')
+CONVCACHE_PATH="$T/file/a${ESC}[2Jb/cache.ccdb" pre "$PROG" run "$T/r.txt" >"$T/o" 2>"$T/err"
+if ! grep -q 'cannot open the cache' "$T/err"; then bad "no warning for a cache that cannot open: $(cat "$T/err")"
+elif LC_ALL=C grep -q "$ESC" "$T/err"; then bad "a warning carries an escape sequence: $(cat -v "$T/err")"
+else ok "warnings print control characters as '?'"; fi
+
+# ---- 11. The fingerprint itself.
 fresh
 # `convcache scope` lists every device of the stand-in driver and stops after
 # the last (cudnn.ErrNoDevice), whatever the count.

@@ -8,6 +8,10 @@
  *   STANDIN_GPU_NAME_<i>     name of device i (default "Standin GPU <i>")
  *   STANDIN_DRIVER_VERSION   cuDriverGetVersion (default 13000)
  *   STANDIN_CUDA_INIT_ERROR  cuInit returns this CUresult (default 0)
+ *   STANDIN_TOTAL_MEM        cuDeviceTotalMem_v2 in bytes (default 80 GiB)
+ *   STANDIN_CUDA_NO_DRIVER   set: every function fails with
+ *                            CUDA_ERROR_NO_DEVICE, as a driver stub without
+ *                            a driver or GPU does
  *
  * Streams and contexts: standin_cuda_stream(i) is a stream of device i;
  * standin_cuda_set_device(i) makes device i current for the calling thread.
@@ -20,6 +24,7 @@
 #define CUDA_SUCCESS 0
 #define CUDA_ERROR_INVALID_VALUE 1
 #define CUDA_ERROR_NOT_INITIALIZED 3
+#define CUDA_ERROR_NO_DEVICE 100
 #define CUDA_ERROR_INVALID_DEVICE 101
 #define CUDA_ERROR_INVALID_CONTEXT 201
 #define CUDA_ERROR_INVALID_HANDLE 400
@@ -29,6 +34,11 @@ static int env_int(const char *name, int def) {
     return v && *v ? atoi(v) : def;
 }
 
+#define NO_DRIVER_CHECK                                                    \
+    do {                                                                   \
+        if (getenv("STANDIN_CUDA_NO_DRIVER")) return CUDA_ERROR_NO_DEVICE; \
+    } while (0)
+
 static int initialized;
 static __thread int current = -1; /* current device; -1: device 0 after cuInit */
 static __thread int stack[8];
@@ -37,6 +47,7 @@ static __thread int depth;
 static int device_count(void) { return env_int("STANDIN_CUDA_DEVICES", 2); }
 
 int cuInit(unsigned int flags) {
+    NO_DRIVER_CHECK;
     if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
     int err = env_int("STANDIN_CUDA_INIT_ERROR", 0);
     if (err) return err;
@@ -45,12 +56,14 @@ int cuInit(unsigned int flags) {
 }
 
 int cuDriverGetVersion(int *v) {
+    NO_DRIVER_CHECK;
     if (!v) return CUDA_ERROR_INVALID_VALUE;
     *v = env_int("STANDIN_DRIVER_VERSION", 13000);
     return CUDA_SUCCESS;
 }
 
 int cuDeviceGetCount(int *n) {
+    NO_DRIVER_CHECK;
     if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
     if (!n) return CUDA_ERROR_INVALID_VALUE;
     *n = device_count();
@@ -58,6 +71,7 @@ int cuDeviceGetCount(int *n) {
 }
 
 int cuDeviceGet(int *dev, int ordinal) {
+    NO_DRIVER_CHECK;
     if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
     if (!dev || ordinal < 0 || ordinal >= device_count()) return CUDA_ERROR_INVALID_DEVICE;
     *dev = ordinal;
@@ -65,6 +79,7 @@ int cuDeviceGet(int *dev, int ordinal) {
 }
 
 int cuDeviceGetName(char *name, int len, int dev) {
+    NO_DRIVER_CHECK;
     if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
     if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
     if (dev < 0 || dev >= device_count()) return CUDA_ERROR_INVALID_DEVICE;
@@ -77,6 +92,7 @@ int cuDeviceGetName(char *name, int len, int dev) {
 }
 
 int cuDeviceGetAttribute(int *out, int attr, int dev) {
+    NO_DRIVER_CHECK;
     if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
     if (!out) return CUDA_ERROR_INVALID_VALUE;
     if (dev < 0 || dev >= device_count()) return CUDA_ERROR_INVALID_DEVICE;
@@ -86,6 +102,16 @@ int cuDeviceGetAttribute(int *out, int attr, int dev) {
     case 76: *out = 0; return CUDA_SUCCESS;             /* minor */
     }
     return CUDA_ERROR_INVALID_VALUE;
+}
+
+int cuDeviceTotalMem_v2(size_t *bytes, int dev) {
+    NO_DRIVER_CHECK;
+    if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    if (!bytes) return CUDA_ERROR_INVALID_VALUE;
+    if (dev < 0 || dev >= device_count()) return CUDA_ERROR_INVALID_DEVICE;
+    const char *v = getenv("STANDIN_TOTAL_MEM");
+    *bytes = v && *v ? (size_t)strtoull(v, NULL, 10) : (size_t)80 << 30;
+    return CUDA_SUCCESS;
 }
 
 int cuGetErrorName(int err, const char **s) {
@@ -102,12 +128,14 @@ void *standin_cuda_stream(int dev) { return (void *)(uintptr_t)(0x1000 + dev); }
 void standin_cuda_set_device(int dev) { current = dev; }
 
 int cuCtxGetDevice(int *dev) {
+    NO_DRIVER_CHECK;
     if (!dev) return CUDA_ERROR_INVALID_VALUE;
     *dev = current < 0 ? 0 : current;
     return CUDA_SUCCESS;
 }
 
 int cuStreamGetCtx(void *stream, void **ctx) {
+    NO_DRIVER_CHECK;
     uintptr_t s = (uintptr_t)stream;
     if (!ctx || s < 0x1000 || s >= 0x1000 + (uintptr_t)device_count())
         return CUDA_ERROR_INVALID_HANDLE;
@@ -116,6 +144,7 @@ int cuStreamGetCtx(void *stream, void **ctx) {
 }
 
 int cuCtxPushCurrent_v2(void *ctx) {
+    NO_DRIVER_CHECK;
     uintptr_t c = (uintptr_t)ctx;
     if (c < 1 || c > (uintptr_t)device_count() || depth == 8) return CUDA_ERROR_INVALID_CONTEXT;
     stack[depth++] = current;
@@ -124,6 +153,7 @@ int cuCtxPushCurrent_v2(void *ctx) {
 }
 
 int cuCtxPopCurrent_v2(void **ctx) {
+    NO_DRIVER_CHECK;
     if (depth == 0) return CUDA_ERROR_INVALID_CONTEXT;
     if (ctx) *ctx = (void *)(uintptr_t)(current + 1);
     current = stack[--depth];

@@ -13,7 +13,18 @@
  *   STANDIN_FIND_STATUS    the find functions fail with this status (after
  *                          filling in results, which must not be used)
  *   STANDIN_BAD_ALGO       the find functions return algorithm 99 first
+ *   STANDIN_BAD_DIMS       a getter reports a dimension count out of range:
+ *                          tensor or filter (9), conv (7), negative (tensor -1)
+ *   STANDIN_POISON         the find functions return one poisoned field:
+ *                          memory (2^62), math (77), det (2), status (77),
+ *                          time (NaN), order (the first two successes
+ *                          swapped), count (100 more than were written) or
+ *                          reserved (5 in the first result's reserved[1])
+ *
+ * The slowest result is a failure, CUDNN_STATUS_NOT_SUPPORTED of the version
+ * reported (9 before cuDNN 9, 3000 since).
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +54,11 @@ int standin_find_calls(void) { return __atomic_load_n(&find_calls, __ATOMIC_RELA
 static size_t env_size(const char *name, size_t def) {
     const char *v = getenv(name);
     return v && *v ? (size_t)strtoull(v, NULL, 10) : def;
+}
+
+static int bad_dims(const char *kind) {
+    const char *v = getenv("STANDIN_BAD_DIMS");
+    return v && !strcmp(v, kind);
 }
 
 size_t cudnnGetVersion(void) { return env_size("STANDIN_CUDNN_VERSION", 91300); }
@@ -83,6 +99,8 @@ int cudnnGetTensorNdDescriptor(const struct tensor *d, int req, int *dt, int *nb
     *dt = d->dt;
     *nb = d->nb;
     for (int i = 0; i < d->nb && i < req; i++) dims[i] = d->dims[i], strides[i] = d->strides[i];
+    if (bad_dims("tensor")) *nb = DIM_MAX + 1;
+    if (bad_dims("negative")) *nb = -1;
     return OK;
 }
 
@@ -104,6 +122,7 @@ int cudnnGetFilterNdDescriptor(const struct filter *d, int req, int *dt, int *fm
     *fmt = d->fmt;
     *nb = d->nb;
     for (int i = 0; i < d->nb && i < req; i++) dims[i] = d->dims[i];
+    if (bad_dims("filter")) *nb = DIM_MAX + 1;
     return OK;
 }
 
@@ -135,6 +154,7 @@ int cudnnGetConvolutionNdDescriptor(const struct conv *d, int req, int *n, int *
         pad[i] = d->pad[i], stride[i] = d->stride[i], dil[i] = d->dil[i];
     *mode = d->mode;
     *ctype = d->ctype;
+    if (bad_dims("conv")) *n = DIM_MAX - 1;
     return OK;
 }
 int cudnnSetConvolutionMathType(struct conv *d, int m) { d->math = m; return OK; }
@@ -152,12 +172,33 @@ static uint32_t mix(uint32_t h, const void *p, size_t n) {
     return h;
 }
 
-/* find computes results from everything the call was given. */
-static int find(int op, const void *d0, size_t n0, const void *d1, size_t n1,
-                const struct conv *conv, const void *d3, size_t n3, int requested, int *returned,
+/* poison applies STANDIN_POISON to the results. */
+static void poison(perf_t *perf, int *returned) {
+    const char *f = getenv("STANDIN_POISON");
+    if (!f) return;
+    if (!strcmp(f, "memory")) perf[0].memory = (size_t)1 << 62;
+    if (!strcmp(f, "math")) perf[0].mathType = 77;
+    if (!strcmp(f, "det")) perf[0].determinism = 2;
+    if (!strcmp(f, "status")) perf[0].status = 77;
+    if (!strcmp(f, "time")) perf[0].time = NAN;
+    if (!strcmp(f, "order") && *returned > 2) {
+        perf_t t = perf[0];
+        perf[0] = perf[1];
+        perf[1] = t;
+    }
+    if (!strcmp(f, "count")) *returned += 100;
+    if (!strcmp(f, "reserved")) perf[0].reserved[1] = 5;
+}
+
+/* find computes results from everything the call was given. handle is
+ * the handle; ptrs_ok is 0 for an Ex call given a NULL data pointer, or a
+ * NULL workspace of more than 0 bytes. */
+static int find(const void *handle, int ptrs_ok, int op, const void *d0, size_t n0,
+                const void *d1, size_t n1, const struct conv *conv, const void *d3, size_t n3, int requested, int *returned,
                 perf_t *perf, size_t ws, int ex) {
     __atomic_fetch_add(&find_calls, 1, __ATOMIC_RELAXED);
-    if (!d0 || !d1 || !conv || !d3 || !returned || !perf || requested < 1) return BAD_PARAM;
+    if (!handle || !ptrs_ok || !d0 || !d1 || !conv || !d3 || !returned || !perf || requested < 1)
+        return BAD_PARAM;
     static const int counts[4] = {0, 8, 6, 7};
     uint32_t h = 0x811C9DC5u;
     h = mix(h, &op, sizeof op);
@@ -169,10 +210,11 @@ static int find(int op, const void *d0, size_t n0, const void *d1, size_t n1,
     h = mix(h, &requested, sizeof requested);
     h = mix(h, &ws, sizeof ws);
     int n = requested < counts[op] ? requested : counts[op];
+    const int not_supported = cudnnGetVersion() < 90000 ? 9 : 3000;
     for (int i = 0; i < n; i++) {
         memset(&perf[i], 0, sizeof perf[i]);
         perf[i].algo = (int)((h + (uint32_t)i) % (uint32_t)counts[op]);
-        perf[i].status = i == n - 1 ? 3000 : OK; /* the slowest is "not supported" */
+        perf[i].status = i == n - 1 ? not_supported : OK; /* the slowest is "not supported" */
         perf[i].time = (float)((h >> 8) % 1000) / 1000.0f + (float)i;
         perf[i].memory = ex ? (ws / 8) * (size_t)i / (size_t)(n > 1 ? n - 1 : 1) : (size_t)i << 12;
         perf[i].determinism = (int)((h >> (i & 15)) & 1);
@@ -180,6 +222,7 @@ static int find(int op, const void *d0, size_t n0, const void *d1, size_t n1,
     }
     if (getenv("STANDIN_BAD_ALGO")) perf[0].algo = 99;
     *returned = n;
+    poison(perf, returned);
     /* A failure still fills the results: the caller must look at the status. */
     return (int)env_size("STANDIN_FIND_STATUS", 0);
 }
@@ -190,44 +233,41 @@ static int find(int op, const void *d0, size_t n0, const void *d1, size_t n1,
 int cudnnFindConvolutionForwardAlgorithm(void *h, const struct tensor *x, const struct filter *w,
                                          const struct conv *c, const struct tensor *y, int req,
                                          int *ret, perf_t *perf) {
-    (void)h;
-    return find(1, x, T, w, F, c, y, T, req, ret, perf, 0, 0);
+    return find(h, 1, 1, x, T, w, F, c, y, T, req, ret, perf, 0, 0);
 }
 int cudnnFindConvolutionForwardAlgorithmEx(void *h, const struct tensor *x, const void *xp,
                                            const struct filter *w, const void *wp,
                                            const struct conv *c, const struct tensor *y, void *yp,
                                            int req, int *ret, perf_t *perf, void *ws,
                                            size_t wss) {
-    (void)h, (void)xp, (void)wp, (void)yp, (void)ws;
-    return find(1, x, T, w, F, c, y, T, req, ret, perf, wss, 1);
+    return find(h, xp && wp && yp && (ws || !wss),
+                1, x, T, w, F, c, y, T, req, ret, perf, wss, 1);
 }
 int cudnnFindConvolutionBackwardDataAlgorithm(void *h, const struct filter *w,
                                               const struct tensor *dy, const struct conv *c,
                                               const struct tensor *dx, int req, int *ret,
                                               perf_t *perf) {
-    (void)h;
-    return find(2, w, F, dy, T, c, dx, T, req, ret, perf, 0, 0);
+    return find(h, 1, 2, w, F, dy, T, c, dx, T, req, ret, perf, 0, 0);
 }
 int cudnnFindConvolutionBackwardDataAlgorithmEx(void *h, const struct filter *w, const void *wp,
                                                 const struct tensor *dy, const void *dyp,
                                                 const struct conv *c, const struct tensor *dx,
                                                 void *dxp, int req, int *ret, perf_t *perf,
                                                 void *ws, size_t wss) {
-    (void)h, (void)wp, (void)dyp, (void)dxp, (void)ws;
-    return find(2, w, F, dy, T, c, dx, T, req, ret, perf, wss, 1);
+    return find(h, wp && dyp && dxp && (ws || !wss),
+                2, w, F, dy, T, c, dx, T, req, ret, perf, wss, 1);
 }
 int cudnnFindConvolutionBackwardFilterAlgorithm(void *h, const struct tensor *x,
                                                 const struct tensor *dy, const struct conv *c,
                                                 const struct filter *dw, int req, int *ret,
                                                 perf_t *perf) {
-    (void)h;
-    return find(3, x, T, dy, T, c, dw, F, req, ret, perf, 0, 0);
+    return find(h, 1, 3, x, T, dy, T, c, dw, F, req, ret, perf, 0, 0);
 }
 int cudnnFindConvolutionBackwardFilterAlgorithmEx(void *h, const struct tensor *x, const void *xp,
                                                   const struct tensor *dy, const void *dyp,
                                                   const struct conv *c, const struct filter *dw,
                                                   void *dwp, int req, int *ret, perf_t *perf,
                                                   void *ws, size_t wss) {
-    (void)h, (void)xp, (void)dyp, (void)dwp, (void)ws;
-    return find(3, x, T, dy, T, c, dw, F, req, ret, perf, wss, 1);
+    return find(h, xp && dyp && dwp && (ws || !wss),
+                3, x, T, dy, T, c, dw, F, req, ret, perf, wss, 1);
 }

@@ -1,0 +1,171 @@
+/*
+ * What the files of libconvcache_preload.so share (internal: every name
+ * here is hidden by -fvisibility=hidden). preload.c holds the interposed
+ * functions, handles.c the cache handles (loading libconvcache, scopes),
+ * key.c the find key, perf.c the rules a perf struct must pass, counters.c
+ * the counters and the exit summary.
+ */
+#ifndef CONVCACHE_PRELOAD_H
+#define CONVCACHE_PRELOAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "convcache.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* ---- the few cuDNN and CUDA driver types we need (ABI only) ------------ */
+
+typedef int cudnnStatus_t;
+typedef struct cudnnContext *cudnnHandle_t;
+typedef struct cudnnTensorStruct *cudnnTensorDescriptor_t;
+typedef struct cudnnFilterStruct *cudnnFilterDescriptor_t;
+typedef struct cudnnConvolutionStruct *cudnnConvolutionDescriptor_t;
+typedef void *cudaStream_t;
+
+/* cudnnConvolution{Fwd,BwdData,BwdFilter}AlgoPerf_t share this layout. */
+typedef struct {
+    int algo;
+    cudnnStatus_t status;
+    float time;
+    size_t memory;
+    int determinism;
+    int mathType;
+    int reserved[3];
+} cc_perf;
+_Static_assert(sizeof(cc_perf) == 48, "cuDNN perf structs are 48 bytes");
+
+#define CUDNN_STATUS_SUCCESS 0
+#define CUDNN_STATUS_NOT_INITIALIZED 1001 /* cuDNN 9's value */
+#define CUDNN_STATUS_NOT_SUPPORTED_V9 3000
+#define CUDNN_STATUS_NOT_SUPPORTED_V8 9
+#define CUDNN_DIM_MAX 8
+#define MAX_RESULTS 16 /* the largest algorithm enum has 8 */
+
+/* ---- the real cuDNN (preload.c) ----------------------------------------- */
+
+enum {
+    F_FWD, F_FWD_EX, F_BWD_DATA, F_BWD_DATA_EX, F_BWD_FILTER, F_BWD_FILTER_EX,
+    F_GET_TENSOR, F_GET_FILTER, F_GET_CONV, F_GET_MATH, F_GET_GROUPS, F_GET_REORDER,
+    F_GET_STREAM, F_GET_VERSION, N_FUNCS
+};
+
+extern const char *const func_names[N_FUNCS];
+
+/* real_func returns the real cuDNN's function i, or NULL. */
+void *real_func(int i);
+
+/* env_get reads an environment variable with secure_getenv: NULL in a
+ * setuid or setgid process (AT_SECURE), whatever the variable holds. */
+const char *env_get(const char *name);
+
+/* warn_once prints one line on stderr per kind of problem. What it prints
+ * may hold a path or an error text from a hostile file: control characters
+ * are printed as '?'. */
+enum { W_LOAD, W_SCOPE, W_OPEN, W_CACHE, W_REAL, W_ENTRY, W_STRICT, N_WARN };
+void warn_once(int kind, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- one intercepted call ------------------------------------------------ */
+
+enum { OP_FWD = 1, OP_BWD_DATA = 2, OP_BWD_FILTER = 3 };
+extern const char *const op_names[4];
+
+struct call {
+    int op, ex;
+    cudnnHandle_t handle;
+    const void *desc[4];  /* in argument order */
+    const void *data[3];  /* Ex: the three data pointers, in argument order */
+    int requested;
+    int *returned;
+    cc_perf *perf;
+    void *workspace;
+    size_t workspace_size;
+    /* set by cache_for */
+    int dev;          /* the handle's device; -1 when unknown or CONVCACHE_SCOPE names the scope */
+    size_t mem_limit; /* the device's memory in bytes; 0 when unknown */
+    /* set by the builder */
+    int ran;
+    cudnnStatus_t status;
+};
+
+/* ---- the cache handles (handles.c) ------------------------------------- */
+
+/* libconvcache's functions, once library_ready() said so. */
+struct convcache_api {
+    int (*open)(const char *, const char *, convcache **);
+    int (*get_or_create)(convcache *, const void *, size_t, convcache_builder, void *, void *,
+                         size_t, size_t *);
+    int (*insert)(convcache *, const void *, size_t, const void *, size_t);
+    int (*cudnn_scope)(int, char *, size_t);
+    const char *(*last_error)(void);
+};
+extern struct convcache_api api;
+
+/* library_usable reports whether a call may use the cache at all: not after
+ * a failed load, nor in a child forked after a load. */
+int library_usable(void);
+
+/* library_ready loads libconvcache if no call has tried yet, and reports
+ * whether it is loaded. */
+int library_ready(void);
+
+/* cache_for returns the handle for the call, or NULL to pass it through,
+ * and sets c->dev and c->mem_limit. library_ready() said yes. */
+convcache *cache_for(struct call *c);
+
+/* ---- the key (key.c) ---------------------------------------------------- */
+
+/* A key buffer; the largest key is under 400 bytes. */
+struct key {
+    unsigned char b[1024];
+    size_t n;
+    int bad;
+};
+
+/* build_key fills k for c from the real cuDNN's descriptor getters.
+ * Returns 0, or -1 when a descriptor cannot be read (pass the call through). */
+int build_key(const struct call *c, struct key *k);
+
+/* ---- the rules for results (perf.c) ------------------------------------- */
+
+/* perf_valid reports whether n results may be returned for c. */
+int perf_valid(const struct call *c, const cc_perf *p, int n);
+
+/* perf_to_store copies cuDNN's n results for c into dst (MAX_RESULTS) with
+ * the reserved fields set to 0, and reports whether they may be stored. */
+int perf_to_store(const struct call *c, const cc_perf *src, int n, cc_perf *dst);
+
+/* perf_success_ms sums the times of the successful results. */
+double perf_success_ms(const cc_perf *p, int n);
+
+/* cudnn_not_supported is CUDNN_STATUS_NOT_SUPPORTED of the loaded cuDNN. */
+cudnnStatus_t cudnn_not_supported(void);
+
+/* ---- counters and the exit summary (counters.c) ------------------------- */
+
+/* Also the layout convcache_preload_stats copies out (a debug hook for
+ * tests); fields are only ever appended. */
+struct convcache_preload_stats {
+    unsigned long long calls;         /* intercepted find calls */
+    unsigned long long hits;          /* answered from the cache */
+    unsigned long long misses;        /* ran the real find through the cache */
+    unsigned long long passthrough;   /* ran the real find without the cache */
+    unsigned long long library_loads; /* attempts to dlopen libconvcache */
+    unsigned long long errors;        /* cache errors and rejected entries */
+    unsigned long long refused;       /* CONVCACHE_MODE=strict misses, not benchmarked */
+    unsigned long long find_ns;       /* time the real find took on misses */
+    double saved_ms;                  /* the hits' stored successful times, summed */
+};
+
+extern struct convcache_preload_stats counters;
+#define COUNT(field) __atomic_fetch_add(&counters.field, 1, __ATOMIC_RELAXED)
+
+void count_saved_ms(double ms);
+uint64_t now_ns(void);
+
+/* counters_forked zeroes the counters in a forked child: they count this
+ * process's calls. */
+void counters_forked(void);
+
+#endif
