@@ -60,7 +60,7 @@ func (d *durationValue) Type() string   { return "duration" }
 func lockTimeout(fs *pflag.FlagSet) *time.Duration {
 	d := envOptions().LockTimeout
 	fs.Var((*durationValue)(&d), "lock-timeout",
-		"wait at most `D` for the cache lock that other processes hold; CONVCACHE_LOCK_TIMEOUT_MS changes the default")
+		"wait at most `D` for the cache lock that other processes hold, as CONVCACHE_LOCK_TIMEOUT_MS does for the library")
 	return &d
 }
 

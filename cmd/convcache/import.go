@@ -26,7 +26,7 @@ their next miss. The cache file is created if missing.`,
 			return runImport(e, c, args, into, scopes, *timeout)
 		},
 	}
-	c.Flags().StringVar(&into, "cache", "", "the live cache to import into (default: the default cache file)")
+	c.Flags().StringVar(&into, "cache", "", "the live cache `PATH` to import into; without it, the default cache file")
 	c.Flags().StringArrayVar(&scopes, "scope", nil, "import only scope `S`: a name, current, or #HASH (repeatable)")
 	timeout = lockTimeout(c.Flags())
 	return c

@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,11 +23,23 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		os.Exit(child(os.Getenv(childEnv))) // this process is a command that a test runs
+	}
 	dir, err := os.MkdirTemp("", "convcache-cli-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	// Interrupted, remove the binary too (t.TempDir cleans up the rest).
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	go func() {
+		s := <-stop
+		os.RemoveAll(dir)
+		signal.Reset()
+		syscall.Kill(os.Getpid(), s.(syscall.Signal))
+	}()
 	binary = filepath.Join(dir, "convcache")
 	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building convcache: %v\n%s", err, out)
