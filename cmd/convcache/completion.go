@@ -13,7 +13,7 @@ func newCompletionCmd(e *env) *cobra.Command {
 		Short: "print a shell completion script",
 		Long: `Load completions in the current shell:
 
-  bash:  source <(convcache completion bash)
+  bash:  source <(convcache completion bash)    (needs the bash-completion package)
   zsh:   source <(convcache completion zsh)
   fish:  convcache completion fish | source
 
