@@ -26,7 +26,6 @@ func newRoot(e *env) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "convcache",
 		Short:         "show, check and maintain convcache cache files, and run programs under the cuDNN interposer",
-		Version:       versionLine(),
 		SilenceErrors: true, // run prints errors, one line each
 		SilenceUsage:  true,
 		Args: func(c *cobra.Command, args []string) error {
@@ -35,8 +34,15 @@ func newRoot(e *env) *cobra.Command {
 			}
 			return nil
 		},
-		// No command: the usage, on standard error, and exit 2.
+		// --version, else no command: the usage, on standard error, and
+		// exit 2. (--version is handled here rather than by cobra's
+		// Version field, whose template would link text/template, and with
+		// it every method of every type: it doubled the binary.)
 		RunE: func(c *cobra.Command, args []string) error {
+			if v, _ := c.Flags().GetBool("version"); v {
+				_, err := fmt.Fprintln(e.stdout, versionLine())
+				return err
+			}
 			printRootHelp(e.stderr, c)
 			return quietErr{exitUsage}
 		},
@@ -44,7 +50,6 @@ func newRoot(e *env) *cobra.Command {
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)
 	root.Flags().Bool("version", false, "print the version")
-	root.SetVersionTemplate("{{.Version}}\n")
 	root.AddCommand(
 		newStatsCmd(e), newLsCmd(e), newDumpCmd(e), newVerifyCmd(e), newCompactCmd(e),
 		newPruneCmd(e), newMergeCmd(e), newExportCmd(e), newImportCmd(e), newScopeCmd(e),
