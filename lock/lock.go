@@ -97,28 +97,18 @@ func (f *File) TryLockCompaction() (*Lock, error) {
 // open opens (creating if needed) and checks the lock file. The returned
 // descriptor is the lock's own: closing it drops the lock.
 func (f *File) open() (int, error) {
-	file, err := safefile.OpenFile(f.path, os.O_RDWR, true, f.policy, false)
+	fd, err := safefile.OpenFd(f.path, unix.O_RDWR, true, f.policy, false)
 	if err != nil {
 		if errors.Is(err, ErrRefused) {
 			return -1, fmt.Errorf("lock file %w", err)
 		}
-		return -1, &os.PathError{Op: "open lock file", Path: f.path, Err: unwrapPath(err)}
-	}
-	fd, err := unix.FcntlInt(file.Fd(), unix.F_DUPFD_CLOEXEC, 0)
-	file.Close()
-	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
 		return -1, &os.PathError{Op: "open lock file", Path: f.path, Err: err}
 	}
 	return fd, nil
-}
-
-// unwrapPath strips an *os.PathError so that the lock's own names the file once.
-func unwrapPath(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }
 
 // lockRange write-locks the single byte at off.

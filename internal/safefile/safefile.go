@@ -3,7 +3,6 @@ package safefile
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,37 +63,46 @@ func trustedOwner(uid uint32) bool { return int(uid) == euid() || uid == 0 }
 // the result of fstat on the open descriptor, never of a second lookup of
 // the path. devices also admits character devices (for a log).
 func Check(path string, fi os.FileInfo, p Policy, devices bool) error {
-	m := fi.Mode()
-	if !m.IsRegular() && !(devices && m&fs.ModeCharDevice != 0) {
-		return &RefusedError{Path: path, Reason: fmt.Sprintf("is not a regular file (%s)", kind(m))}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return &RefusedError{Path: path, Reason: "has no owner to check"}
 	}
-	if p.TrustShared || !m.IsRegular() {
+	return checkStat(path, st, p, devices)
+}
+
+func checkStat(path string, st *syscall.Stat_t, p Policy, devices bool) error {
+	typ := st.Mode & syscall.S_IFMT
+	if typ != syscall.S_IFREG && !(devices && typ == syscall.S_IFCHR) {
+		return &RefusedError{Path: path, Reason: fmt.Sprintf("is not a regular file (%s)", kind(typ))}
+	}
+	if p.TrustShared || typ != syscall.S_IFREG {
 		return nil // a terminal or /dev/null: written to only, its mode is the system's
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if ok && !trustedOwner(st.Uid) {
+	if !trustedOwner(st.Uid) {
 		return &RefusedError{Path: path, Trustable: true,
 			Reason: fmt.Sprintf("is owned by uid %d, not by this user (uid %d) or root", st.Uid, euid())}
 	}
-	if m.Perm()&0o022 != 0 {
+	if perm := st.Mode & 0o777; perm&0o022 != 0 {
 		return &RefusedError{Path: path, Trustable: true,
-			Reason: fmt.Sprintf("is writable by group or others (mode %04o)", m.Perm())}
+			Reason: fmt.Sprintf("is writable by group or others (mode %04o)", perm)}
 	}
 	return nil
 }
 
-func kind(m os.FileMode) string {
-	switch {
-	case m&fs.ModeNamedPipe != 0:
+func kind(typ uint32) string {
+	switch typ {
+	case syscall.S_IFIFO:
 		return "a FIFO"
-	case m&fs.ModeSocket != 0:
+	case syscall.S_IFSOCK:
 		return "a socket"
-	case m&fs.ModeDevice != 0:
+	case syscall.S_IFCHR, syscall.S_IFBLK:
 		return "a device"
-	case m.IsDir():
+	case syscall.S_IFDIR:
 		return "a directory"
+	case syscall.S_IFLNK:
+		return "a symbolic link"
 	}
-	return m.Type().String()
+	return "not a file"
 }
 
 // OpenError turns an open error into a refusal where the path was a link
@@ -240,41 +248,68 @@ func (a Attrs) Apply(f Settable) error {
 // O_EXCL and given NewFileAttrs of its directory; if one appears in the
 // meantime, that one is opened and checked. Refusals wrap ErrRefused.
 func OpenFile(path string, flag int, create bool, p Policy, devices bool) (*os.File, error) {
+	fd, err := OpenFd(path, flag, create, p, devices)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
+
+// OpenFd is OpenFile returning the bare descriptor (for a lock, whose
+// descriptor is the lock): four system calls at most on the usual paths.
+func OpenFd(path string, flag int, create bool, p Policy, devices bool) (int, error) {
 	for try := 0; ; try++ {
-		f, err := os.OpenFile(path, flag|OpenFlags, 0)
+		fd, err := open(path, flag|OpenFlags, 0)
 		if err == nil {
-			return checked(path, f, p, devices)
+			return checkedFd(path, fd, p, devices)
 		}
-		if !create || !errors.Is(err, fs.ErrNotExist) || try == 10 {
-			return nil, OpenError(path, err)
+		if !create || err != syscall.ENOENT || try == 10 {
+			return -1, OpenError(path, &os.PathError{Op: "open", Path: path, Err: err})
 		}
 		attrs := NewFileAttrs(filepath.Dir(path), p)
-		f, err = os.OpenFile(path, flag|os.O_CREATE|os.O_EXCL|OpenFlags, attrs.Perm)
-		if errors.Is(err, fs.ErrExist) {
+		fd, err = open(path, flag|os.O_CREATE|os.O_EXCL|OpenFlags, uint32(attrs.Perm))
+		if err == syscall.EEXIST {
 			continue // someone else made it: open theirs, and check it
 		}
 		if err != nil {
-			return nil, OpenError(path, err)
+			return -1, OpenError(path, &os.PathError{Op: "create", Path: path, Err: err})
 		}
 		if attrs != Private {
-			if err := attrs.Apply(f); err != nil {
-				f.Close()
+			f := os.NewFile(uintptr(fd), path)
+			err := attrs.Apply(f)
+			if err == nil {
+				fd, err = unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+			}
+			f.Close()
+			if err != nil {
 				os.Remove(path)
-				return nil, &os.PathError{Op: "create", Path: path, Err: err}
+				return -1, &os.PathError{Op: "create", Path: path, Err: err}
 			}
 		}
-		return checked(path, f, p, devices)
+		return checkedFd(path, fd, p, devices)
 	}
 }
 
-func checked(path string, f *os.File, p Policy, devices bool) (*os.File, error) {
-	fi, err := f.Stat()
+func open(path string, flag int, perm uint32) (int, error) {
+	for {
+		fd, err := syscall.Open(path, flag, perm)
+		if err != syscall.EINTR {
+			return fd, err
+		}
+	}
+}
+
+func checkedFd(path string, fd int, p Policy, devices bool) (int, error) {
+	var st syscall.Stat_t
+	err := syscall.Fstat(fd, &st)
 	if err == nil {
-		err = Check(path, fi, p, devices)
+		err = checkStat(path, &st, p, devices)
+	} else {
+		err = &os.PathError{Op: "stat", Path: path, Err: err}
 	}
 	if err != nil {
-		f.Close()
-		return nil, err
+		syscall.Close(fd)
+		return -1, err
 	}
-	return f, nil
+	return fd, nil
 }
