@@ -99,7 +99,7 @@ type Options struct {
 	// (TrustShared does not lift that), and for a path that is not a
 	// regular file. A lock file that may not be used makes the handle
 	// read-only the same way, at once rather than after the lock timeout.
-	// Files of this user or of root that only others may not write are
+	// Files of this user or of root that group and others may not write are
 	// always used.
 	TrustShared bool
 	// SystemPath names a read-only cache, such as one shipped in a container
