@@ -18,6 +18,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/convcache/convcache/internal/safefile"
 	"github.com/convcache/convcache/lock"
 )
 
@@ -53,6 +54,7 @@ type Cache struct {
 	unsynced    []file            // replaced files holding appends not yet synced
 	readOnly    bool              // never write the file
 	roReason    string
+	detached    bool // the file at the path may not be used: it is never read again
 	fsType      string
 	networkFS   bool
 	stallUntil  time.Time // after a lock timeout, inserts try the lock once until then
@@ -133,14 +135,19 @@ func Open(path string, o *Options) (*Cache, error) {
 		return nil, err
 	}
 	if opts.SystemPath != "" {
-		sys, err := Open(opts.SystemPath, &Options{Scope: opts.Scope, Mode: ModeReadOnly, TrustShared: true, Warn: opts.Warn})
-		if err == nil && sys.Path() != "" && sys.f == nil {
+		// The system tier is checked as the user's own file is: root's (as
+		// in an image), the user's, or trusted with TrustShared.
+		sys, err := Open(opts.SystemPath, &Options{Scope: opts.Scope, Mode: ModeReadOnly, TrustShared: opts.TrustShared, Warn: opts.Warn})
+		if err == nil && sys.detached {
+			sys.Close() // not trusted: it said why
+			sys = nil
+		} else if err == nil && sys.Path() != "" && sys.f == nil {
 			sys.Close()
 			sys, err = nil, fmt.Errorf("%s does not exist (check CONVCACHE_SYSTEM_PATH)", opts.SystemPath)
 		}
 		if err != nil {
 			c.warnf("system tier %s not used: %v", opts.SystemPath, err)
-		} else {
+		} else if sys != nil {
 			c.system = sys
 		}
 	}
@@ -159,16 +166,27 @@ func (c *Cache) openPath(path string) error {
 		}
 		path = p
 	}
-	// Compaction renames over the file itself, never over a symlink to it.
-	path, err := ResolvePath(path)
+	// Compaction renames over the file itself, never over a symlink to it;
+	// a link another user planted is not followed at all.
+	path, refused, err := resolve(path)
 	if err != nil {
 		return err
 	}
 	c.path = path
-	c.lk = lock.New(path + ".lock")
+	if c.opts.TrustShared {
+		c.lk = lock.NewShared(path + ".lock")
+	} else {
+		c.lk = lock.New(path + ".lock")
+	}
 	c.readOnly = c.mode == ModeReadOnly
 	if c.readOnly {
 		c.roReason = "mode ro"
+	}
+	if refused != nil {
+		c.mu.Lock()
+		c.detach(refused)
+		c.mu.Unlock()
+		return nil
 	}
 	if !c.readOnly {
 		if err := c.fs.MkdirAll(filepath.Dir(path), 0o700); err != nil {
@@ -195,6 +213,10 @@ func (c *Cache) openPath(path string) error {
 				c.warnf("%s: lock busy; the file will be created by a later insert", path)
 				return nil
 			}
+			if errors.Is(lerr, lock.ErrRefused) {
+				c.lockRefused(lerr) // no file, and none will be made: finds miss
+				return nil
+			}
 			return ioErr(lerr, "create the lock file", c.lk.Path(), "make the directory writable or set CONVCACHE_PATH")
 		}
 		defer lk.Unlock()
@@ -203,8 +225,8 @@ func (c *Cache) openPath(path string) error {
 		}
 		f, err = c.openData()
 	}
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil // read-only and no file yet: every find misses until one appears
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, safefile.ErrRefused) {
+		return nil // no file yet, or one we may not use: every find misses
 	}
 	if err != nil {
 		return err
@@ -217,63 +239,109 @@ func (c *Cache) openPath(path string) error {
 	return nil
 }
 
-// openData opens the data file, read-write unless the handle is read-only.
-// A file this user may not write, or should not trust, is opened read-only
-// with a warning.
+// openData opens the data file, read-write unless the handle is read-only,
+// through the checked open. A file this user may not write is opened
+// read-only with a warning. A file that may not be used at all (a link
+// another user planted, not a regular file, another owner, writable by
+// group or others: see package internal/safefile) detaches the handle and
+// returns an error wrapping safefile.ErrRefused. Caller holds mu.
 func (c *Cache) openData() (file, error) {
+	if c.detached {
+		return nil, &safefile.RefusedError{Path: c.path, Reason: c.roReason}
+	}
 	if !c.readOnly {
-		f, err := c.fs.OpenFile(c.path, os.O_RDWR|os.O_APPEND, 0)
-		if err == nil {
-			if reason := c.untrusted(f); reason != "" {
-				f.Close()
-				c.readOnly, c.roReason = true, reason
-				c.warnf("%s %s: opening it read-only (set CONVCACHE_TRUST_SHARED=1 if the cache is shared on purpose)", c.path, reason)
-			} else {
-				return f, nil
-			}
-		} else if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
+		f, err := c.openChecked(os.O_RDWR | os.O_APPEND)
+		switch {
+		case err == nil:
+			return f, nil
+		case errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS):
 			c.readOnly, c.roReason = true, "not writable"
 			c.warnf("%s is not writable (%v): opening it read-only", c.path, errors.Unwrap(err))
-		} else if errors.Is(err, fs.ErrNotExist) {
+		case errors.Is(err, fs.ErrNotExist):
 			return nil, err
-		} else {
+		case errors.Is(err, safefile.ErrRefused):
+			c.detach(err)
+			return nil, err
+		default:
 			return nil, ioErr(err, "open", c.path, "check the path")
 		}
 	}
-	f, err := c.fs.OpenFile(c.path, os.O_RDONLY, 0)
+	f, err := c.openChecked(os.O_RDONLY)
+	switch {
+	case err == nil:
+		return f, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, err
+	case errors.Is(err, safefile.ErrRefused):
+		c.detach(err)
+		return nil, err
+	}
+	return nil, ioErr(err, "open", c.path, "check the path and its permissions")
+}
+
+// openChecked opens the data file without following a link at the path,
+// and checks the file it opened (never the path again) against the trust
+// rules. Compaction's reads and every re-open go through it.
+func (c *Cache) openChecked(flag int) (file, error) {
+	f, err := c.fs.OpenFile(c.path, flag|safefile.OpenFlags, 0)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, err
-		}
-		return nil, ioErr(err, "open", c.path, "check the path and its permissions")
+		return nil, safefile.OpenError(c.path, err)
+	}
+	fi, err := f.Stat()
+	if err == nil {
+		err = safefile.Check(c.path, fi, c.policy(), false)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
 	}
 	return f, nil
 }
 
-// untrusted reports why a file should not be written: another owner, or
-// write permission for group or others. A poisoned cache would make a
-// framework run the wrong kernels.
-func (c *Cache) untrusted(f file) string {
-	if c.opts.TrustShared {
-		return ""
+func (c *Cache) policy() safefile.Policy { return safefile.Policy{TrustShared: c.opts.TrustShared} }
+
+// detach stops the handle from using the file at its path, for its whole
+// life: the file is not read (not even parsed: its bytes may be an
+// attacker's), every find misses except on entries inserted through this
+// handle, and inserts stay in memory (ErrReadOnly). Entries read earlier,
+// from a file that was trusted then, are kept. Caller holds mu.
+func (c *Cache) detach(err error) {
+	if c.detached {
+		return
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		return ""
+	hint := "use another path"
+	var re *safefile.RefusedError
+	if errors.As(err, &re) {
+		hint = re.Hint()
+		c.roReason = "not used: " + re.Reason
+	} else {
+		c.roReason = "not used: " + err.Error()
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
-		return fmt.Sprintf("is owned by uid %d, not by this user", st.Uid)
+	c.detached, c.readOnly = true, true
+	c.warnf("%v: not used (finds miss; inserts stay in memory); %s", err, hint)
+}
+
+// lockRefused makes the handle read-only because its lock file may not be
+// used: waiting on a lock another user holds could stall every insert.
+// Caller holds mu.
+func (c *Cache) lockRefused(err error) {
+	if c.readOnly {
+		return
 	}
-	if fi.Mode().Perm()&0o022 != 0 {
-		return fmt.Sprintf("is writable by group or others (mode %04o)", fi.Mode().Perm())
+	var re *safefile.RefusedError
+	hint := "remove it if it is not yours to keep"
+	if errors.As(err, &re) {
+		hint = re.Hint()
 	}
-	return ""
+	c.readOnly, c.roReason = true, err.Error()
+	c.warnf("%v: the cache is read-only (inserts stay in memory); %s", err, hint)
 }
 
 // createFile creates an empty cache file atomically. Caller holds the file
 // lock and mu.
 func (c *Cache) createFile() error {
-	tmp, err := c.writeTemp(encodeHeader(time.Now()))
+	attrs := safefile.NewFileAttrs(filepath.Dir(c.path), c.policy())
+	tmp, err := writeTemp(c.fs, c.path, encodeHeader(time.Now()), attrs)
 	if err != nil {
 		return err
 	}
@@ -289,24 +357,28 @@ func (c *Cache) createFile() error {
 	return nil
 }
 
-// writeTemp writes data to a new temporary file beside the cache file,
-// syncs it and returns its name.
-func (c *Cache) writeTemp(data []byte) (string, error) { return writeTemp(c.fs, c.path, data) }
-
-func writeTemp(fsys fileSystem, path string, data []byte) (string, error) {
+// writeTemp writes data to a new temporary file beside the cache file at
+// path, gives it attrs (the mode and group of the file it will replace, or
+// of a new file), syncs it and returns its name.
+func writeTemp(fsys fileSystem, path string, data []byte, attrs safefile.Attrs) (string, error) {
 	dir, base := filepath.Split(path)
 	var name string
 	var f file
 	var err error
 	for i := 0; i < 100; i++ {
 		name = filepath.Join(dir, fmt.Sprintf(".%s.tmp-%d-%d", base, os.Getpid(), time.Now().UnixNano()+int64(i)))
-		f, err = fsys.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		f, err = fsys.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, attrs.Perm&0o600)
 		if !errors.Is(err, fs.ErrExist) {
 			break
 		}
 	}
 	if err != nil {
 		return "", ioErr(err, "create a temporary file in", dir, "make the directory writable or set CONVCACHE_PATH")
+	}
+	if err := attrs.Apply(f); err != nil {
+		f.Close()
+		fsys.Remove(name)
+		return "", ioErr(err, "set the mode and group of", name, "")
 	}
 	_, err = f.Write(data)
 	if err == nil {
@@ -324,10 +396,20 @@ func writeTemp(fsys fileSystem, path string, data []byte) (string, error) {
 
 // replaceFile atomically replaces path with data: a synced temporary file
 // renamed over it, then the directory synced. A crash leaves the old file or
-// the new one. Caller holds the file lock, so temporary files left by dead
-// compactions are removed too.
+// the new one. The new file keeps the old one's mode and group, so that
+// compacting a group-shared cache leaves it shared. Caller holds the file
+// lock, so temporary files left by dead compactions are removed too.
 func replaceFile(fsys fileSystem, path string, data []byte) error {
-	tmp, err := writeTemp(fsys, path, data)
+	attrs := safefile.Private
+	if fi, err := fsys.Stat(path); err == nil && fi.Mode().IsRegular() {
+		attrs = safefile.AttrsOf(fi)
+	}
+	return replaceFileAs(fsys, path, data, attrs)
+}
+
+// replaceFileAs is replaceFile giving the new file attrs.
+func replaceFileAs(fsys fileSystem, path string, data []byte, attrs safefile.Attrs) error {
+	tmp, err := writeTemp(fsys, path, data, attrs)
 	if err != nil {
 		return err
 	}
@@ -527,6 +609,9 @@ func carryMarks(old, ix *index, gen uint32) {
 //
 // With nothing new this costs one fstat.
 func (c *Cache) refresh(final bool) error {
+	if c.detached {
+		return nil // the file at the path is not ours to read
+	}
 	if c.f == nil {
 		return c.reopen(final)
 	}
@@ -579,9 +664,13 @@ func (c *Cache) refresh(final bool) error {
 	return nil
 }
 
-// reopen adopts whatever file is at the path now. Caller holds mu.
+// reopen adopts whatever file is at the path now, if it may be used (else
+// the handle detaches, keeping what it has). Caller holds mu.
 func (c *Cache) reopen(final bool) error {
 	f, err := c.openData()
+	if errors.Is(err, safefile.ErrRefused) {
+		return nil
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		if !final || c.readOnly {
 			return nil
@@ -590,6 +679,9 @@ func (c *Cache) reopen(final bool) error {
 			return err
 		}
 		f, err = c.openData()
+	}
+	if errors.Is(err, safefile.ErrRefused) {
+		return nil
 	}
 	if err != nil {
 		return err
@@ -936,6 +1028,13 @@ func (c *Cache) lockForWrite(full bool) (*lock.Lock, error) {
 			c.stallUntil = time.Now().Add(max(c.opts.LockTimeout, time.Second))
 			c.mu.Unlock()
 			return nil, fmt.Errorf("%w after %v: %s is held by a stalled or slow process (CONVCACHE_LOCK_TIMEOUT_MS sets the wait)", ErrLock, timeout, c.lk.Path())
+		}
+		if errors.Is(err, lock.ErrRefused) {
+			c.mu.Lock()
+			c.lockRefused(err)
+			reason := c.roReason
+			c.mu.Unlock()
+			return nil, fmt.Errorf("%w (%s): %s", ErrReadOnly, reason, c.path)
 		}
 		return nil, ioErr(err, "lock", c.lk.Path(), "make the cache directory writable")
 	}

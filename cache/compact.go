@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/cespare/xxhash/v2"
+
+	"github.com/convcache/convcache/internal/safefile"
 )
 
 // contents is every entry of every scope in one file image, merged: the
@@ -359,7 +361,10 @@ func (c *Cache) compact() error {
 // readWhole reads the whole file at the path and identifies it. A file
 // that is not a convcache file is never read further, or replaced.
 func (c *Cache) readWhole() ([]byte, fileID, error) {
-	f, err := c.fs.OpenFile(c.path, os.O_RDONLY, 0)
+	f, err := c.openChecked(os.O_RDONLY) // a file that may not be used is not compacted either
+	if errors.Is(err, safefile.ErrRefused) {
+		return nil, fileID{}, err
+	}
 	if err != nil {
 		return nil, fileID{}, ioErr(err, "open", c.path, "")
 	}
@@ -382,7 +387,7 @@ func (c *Cache) readWhole() ([]byte, fileID, error) {
 // appendTail appends to image the valid frames the file at the path holds
 // after offset from, if it is still the file id. Caller holds the file lock.
 func (c *Cache) appendTail(image []byte, id fileID, from int64) ([]byte, bool, error) {
-	f, err := c.fs.OpenFile(c.path, os.O_RDONLY, 0)
+	f, err := c.openChecked(os.O_RDONLY)
 	if err != nil {
 		return image, false, nil // gone: nothing to publish over
 	}

@@ -3,9 +3,10 @@ package cache
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/convcache/convcache/internal/secenv"
 )
 
 // Limits on what a cache stores.
@@ -84,8 +85,22 @@ type Options struct {
 	MaxEntries int64
 	// CompactJournal overrides DefaultCompactJournal (bytes).
 	CompactJournal int64
-	// TrustShared opens a file owned by another user, or writable by group
-	// or others, read-write. Without it such a file is opened read-only.
+	// TrustShared uses a cache file (and lock file) owned by another user,
+	// or writable by group or others, as the handle's own: for a cache
+	// shared on purpose (CONVCACHE_TRUST_SHARED=1). New files in a directory
+	// its group may write are then made 0660 in the directory's group, and
+	// compaction keeps the mode and group of the file it replaces.
+	//
+	// Without it such a file is not used at all: Open succeeds with a
+	// warning, the file is never read, every Find misses (except on entries
+	// inserted through the handle), and Insert keeps entries in memory and
+	// returns ErrReadOnly, as ReadOnly then reports with the reason. The
+	// same holds for a symbolic link at the path that another user owns
+	// (TrustShared does not lift that), and for a path that is not a
+	// regular file. A lock file that may not be used makes the handle
+	// read-only the same way, at once rather than after the lock timeout.
+	// Files of this user or of root that group and others may not write are
+	// always used.
 	TrustShared bool
 	// SystemPath names a read-only cache, such as one shipped in a container
 	// image, asked after this handle's own file misses. Its hits are kept in
@@ -107,8 +122,10 @@ type Options struct {
 
 // DefaultPath returns the default cache file: $CONVCACHE_PATH, else
 // $XDG_CACHE_HOME/convcache/cache.ccdb, else ~/.cache/convcache/cache.ccdb.
+// In a privileged process (AT_SECURE) no variable is read, so there is no
+// default: name the file.
 func DefaultPath() (string, error) {
-	return DefaultPathFrom(os.Getenv)
+	return DefaultPathFrom(secenv.Get)
 }
 
 // DefaultPathFrom is DefaultPath reading variables through getenv.
@@ -120,6 +137,9 @@ func DefaultPathFrom(getenv func(string) string) (string, error) {
 		return filepath.Join(d, "convcache", "cache.ccdb"), nil
 	}
 	home := getenv("HOME")
+	if home == "" && secenv.Secure() {
+		return "", fmt.Errorf("%w: no cache path: this program runs set-user-ID, set-group-ID or with file capabilities (AT_SECURE), so CONVCACHE_PATH, XDG_CACHE_HOME and HOME are ignored; it must name the cache file", ErrInvalid)
+	}
 	if home == "" {
 		return "", fmt.Errorf("%w: no cache path: set CONVCACHE_PATH or HOME", ErrInvalid)
 	}

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/convcache/convcache/internal/safefile"
+	"github.com/convcache/convcache/internal/secenv"
 	"github.com/convcache/convcache/lock"
 )
 
@@ -63,12 +66,41 @@ type File struct {
 // ReadFile reads the cache file at path without locking or changing it.
 // A file that is not a convcache file, or whose header is damaged, returns
 // ErrFormat or ErrCorrupt; damaged records are reported in File.Damage.
+//
+// It reads any regular file the caller names, whoever owns it (to inspect a
+// colleague's or a system cache), but follows a symbolic link only as
+// ResolvePath does, and refuses anything but a regular file (a FIFO would
+// block the read forever) with ErrAccess.
 func ReadFile(path string) (*File, error) {
-	data, err := os.ReadFile(path)
+	p, err := ResolvePath(path)
 	if err != nil {
+		return nil, err
+	}
+	f, err := safefile.OpenFile(p, os.O_RDONLY, false, safefile.Policy{TrustShared: true}, false)
+	if err != nil {
+		if errors.Is(err, safefile.ErrRefused) {
+			return nil, refusal(err, "not read")
+		}
 		return nil, ioErr(err, "read", path, "check the path (convcache stats shows the default)")
 	}
+	defer f.Close()
+	data, err := readAll(f)
+	if err != nil {
+		return nil, ioErr(err, "read", path, "")
+	}
 	return parseFile(path, data)
+}
+
+// readAll reads an open file from its start to its end.
+func readAll(f *os.File) ([]byte, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	data := make([]byte, 0, fi.Size())
+	buf := bytes.NewBuffer(data)
+	_, err = buf.ReadFrom(f)
+	return buf.Bytes(), err
 }
 
 func parseFile(path string, data []byte) (*File, error) {
@@ -188,9 +220,20 @@ func DecodeFile(name string, data []byte) (*File, error) { return parseFile(name
 // meanwhile, and publishing the new file by rename. Processes that have the
 // file open pick the new one up on their next miss. fn sees every entry of
 // every scope; an error from fn leaves the file unchanged. A symbolic link
-// is followed, as Open follows it.
+// is followed as Open follows it (only one this user or root owns), and the
+// file must pass Open's trust rules: a file another user owns, or that
+// group or others may write, is refused with ErrAccess unless
+// CONVCACHE_TRUST_SHARED=1 is set (read here, as DefaultPath reads its
+// variables). The new file keeps the old one's mode and group.
 func Rewrite(path string, timeout time.Duration, fn func([]Entry) ([]Entry, error)) error {
 	return rewrite(path, timeout, false, fn)
+}
+
+// toolPolicy is what the tools trust: CONVCACHE_TRUST_SHARED, as the
+// library reads it.
+func toolPolicy() safefile.Policy {
+	trust, _ := secenv.ParseBool(secenv.Get("CONVCACHE_TRUST_SHARED"))
+	return safefile.Policy{TrustShared: trust}
 }
 
 func rewrite(path string, timeout time.Duration, create bool, fn func([]Entry) ([]Entry, error)) error {
@@ -206,34 +249,78 @@ func rewrite(path string, timeout time.Duration, create bool, fn func([]Entry) (
 			return ioErr(err, "create the cache directory", filepath.Dir(path), "set CONVCACHE_PATH to a writable location")
 		}
 	}
-	lk, err := lock.New(path + ".lock").Lock(timeout)
+	pol := toolPolicy()
+	lf := lock.New(path + ".lock")
+	if pol.TrustShared {
+		lf = lock.NewShared(path + ".lock")
+	}
+	lk, err := lf.Lock(timeout)
 	if err != nil {
 		if errors.Is(err, lock.ErrTimeout) {
 			return fmt.Errorf("%w: %s is held by another process; try again or raise the timeout", ErrLock, path+".lock")
+		}
+		if errors.Is(err, lock.ErrRefused) {
+			return refusal(err, "the cache was not rewritten")
 		}
 		return ioErr(err, "lock", path+".lock", "check the directory's permissions")
 	}
 	defer lk.Unlock()
 	var in []Entry
-	if _, err := os.Lstat(path); err == nil || !create {
-		f, err := ReadFile(path)
+	attrs := safefile.NewFileAttrs(filepath.Dir(path), pol)
+	f, err := safefile.OpenFile(path, os.O_RDONLY, false, pol, false)
+	switch {
+	case err == nil:
+		var data []byte
+		fi, serr := f.Stat()
+		if data, err = readAll(f); err == nil && serr == nil {
+			attrs = safefile.AttrsOf(fi)
+		}
+		f.Close()
+		if err != nil {
+			return ioErr(err, "read", path, "")
+		}
+		cf, err := parseFile(path, data)
 		if err != nil {
 			return err
 		}
-		in = f.Entries()
+		in = cf.Entries()
+	case errors.Is(err, safefile.ErrRefused):
+		return refusal(err, "not rewritten")
+	case errors.Is(err, fs.ErrNotExist) && create:
+	default:
+		return ioErr(err, "read", path, "check the path (convcache stats shows the default)")
 	}
 	out, err := fn(in)
 	if err != nil {
 		return err
 	}
-	return replaceFile(osFS{}, path, EncodeFile(out, time.Now()))
+	return replaceFileAs(osFS{}, path, EncodeFile(out, time.Now()), attrs)
 }
 
-// WriteNew writes a new cache file holding entries at path, which must not
-// exist (an export bundle, a merge result).
+// WriteNew writes a new cache file (mode 0600) holding entries at path,
+// which must not exist (an export bundle, a merge result). It never
+// replaces what is there, a link included, even one that appears while it
+// writes.
 func WriteNew(path string, entries []Entry) error {
-	if _, err := os.Lstat(path); err == nil {
+	exists := func() error {
 		return fmt.Errorf("%w: %s already exists; remove it or choose another name", ErrInvalid, path)
 	}
-	return replaceFile(osFS{}, path, EncodeFile(entries, time.Now()))
+	if _, err := os.Lstat(path); err == nil {
+		return exists()
+	}
+	tmp, err := writeTemp(osFS{}, path, EncodeFile(entries, time.Now()), safefile.Private)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp)
+	if err := os.Link(tmp, path); err != nil { // link, unlike rename, never replaces
+		if errors.Is(err, fs.ErrExist) {
+			return exists()
+		}
+		return ioErr(err, "create", path, "check the directory's permissions")
+	}
+	if err := syncDir(osFS{}, filepath.Dir(path)); err != nil {
+		return ioErr(err, "sync the directory of", path, "")
+	}
+	return nil
 }

@@ -1,28 +1,71 @@
 package cache
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/convcache/convcache/internal/safefile"
 )
 
 // ResolvePath returns the file a cache path names, as Open resolves it: an
-// absolute path with symbolic links followed, so that tools lock and replace
-// the same file (and the same lock file) as the engine does. A path that
-// does not exist yet is made absolute only.
+// absolute path whose final component is followed through the symbolic
+// links that this user or root owns, so that tools lock and replace the
+// same file (and the same lock file) as the engine does. A link owned by
+// anyone else is not followed: ResolvePath fails with ErrAccess (Open, for
+// its part, opens a handle that does not use the file). Directories above
+// the final component are left to the kernel. A path that does not exist
+// yet is made absolute only; one that is a directory, or not a regular
+// file, is refused with ErrInvalid.
 func ResolvePath(path string) (string, error) {
+	p, refused, err := resolve(path)
+	if err != nil {
+		return "", err
+	}
+	if refused != nil {
+		return "", refusal(refused, "")
+	}
+	if fi, err := os.Stat(p); err == nil && !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%w: cache path %s is not a regular file", ErrInvalid, p)
+	}
+	return p, nil
+}
+
+// resolve makes path absolute and follows the links at its final component
+// that may be followed. refused, when not nil, is why a link was not (the
+// path returned is then the link's).
+func resolve(path string) (p string, refused, err error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return "", fmt.Errorf("%w: cache path %q: %v", ErrInvalid, path, err)
+		return "", nil, fmt.Errorf("%w: cache path %q: %v", ErrInvalid, path, err)
 	}
-	if real, err := filepath.EvalSymlinks(abs); err == nil {
-		abs = real
+	p, err = safefile.Resolve(abs)
+	if err != nil {
+		if !errors.Is(err, safefile.ErrRefused) {
+			return "", nil, ioErr(err, "resolve", abs, "")
+		}
+		refused = err
 	}
-	if fi, err := os.Stat(abs); err == nil && fi.IsDir() {
-		return "", fmt.Errorf("%w: cache path %s is a directory: name a file inside it", ErrInvalid, abs)
+	if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+		return "", nil, fmt.Errorf("%w: cache path %s is a directory: name a file inside it", ErrInvalid, p)
 	}
-	return abs, nil
+	return p, refused, nil
+}
+
+// refusal is the tools' error for a path or file the trust rules refuse
+// (ErrAccess), with what to do.
+func refusal(err error, what string) error {
+	hint := ""
+	var re *safefile.RefusedError
+	if errors.As(err, &re) {
+		hint = "; " + re.Hint()
+	}
+	if what != "" {
+		what = ": " + what
+	}
+	return &detailErr{ErrAccess, err.Error() + what + hint}
 }
 
 // Update is Rewrite for a cache file that may not exist yet: a missing file

@@ -27,6 +27,8 @@ type file interface {
 	Truncate(size int64) error
 	Close() error
 	Fd() uintptr
+	Chmod(mode os.FileMode) error // a new file takes the mode and group of the one it replaces
+	Chown(uid, gid int) error
 }
 
 type osFS struct{}

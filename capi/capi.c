@@ -7,8 +7,11 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include "capi_internal.h"
@@ -42,6 +45,52 @@ static int cc_fail(int code, const char *msg) {
 int ccx_fail(int code, const char *msg) { return cc_fail(code, msg); }
 
 int ccx_forked(void) { return cc_forked; }
+
+const char *ccx_getenv(const char *name) {
+    if (getauxval(AT_SECURE)) return NULL;
+    return getenv(name);
+}
+
+/* ---- struct sizes ------------------------------------------------------ */
+
+/* A caller's struct_size must end on a whole field of the struct (a prefix
+ * of this version's fields, as an older header had, or the whole struct):
+ * a size that cuts a field, a pointer above all, is refused, never copied. */
+#define CC_END(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
+
+static const size_t cc_options_ends[] = {
+    CC_END(convcache_options, struct_size),       CC_END(convcache_options, path),
+    CC_END(convcache_options, scope),             CC_END(convcache_options, mode),
+    CC_END(convcache_options, lock_timeout_ms),   CC_END(convcache_options, build_timeout_ms),
+    CC_END(convcache_options, reserved0),         CC_END(convcache_options, max_bytes),
+    CC_END(convcache_options, max_entries),       CC_END(convcache_options, system_path),
+    CC_END(convcache_options, remote),            CC_END(convcache_options, remote_timeout_ms),
+    CC_END(convcache_options, reserved1),         sizeof(convcache_options),
+};
+
+#define CC_STATS_END(field) CC_END(struct convcache_stats, field)
+static const size_t cc_stats_ends[] = {
+    CC_STATS_END(struct_size),    CC_STATS_END(hits),            CC_STATS_END(hits_memory),
+    CC_STATS_END(hits_file),      CC_STATS_END(misses),          CC_STATS_END(inserts),
+    CC_STATS_END(builds),         CC_STATS_END(entries),         CC_STATS_END(pending),
+    CC_STATS_END(mem_bytes),      CC_STATS_END(file_bytes),      CC_STATS_END(journal_bytes),
+    CC_STATS_END(snapshot_bytes), CC_STATS_END(lock_waits),      CC_STATS_END(lock_wait_ns),
+    CC_STATS_END(compactions),    CC_STATS_END(evictions),       CC_STATS_END(damaged_bytes),
+    CC_STATS_END(last_compaction_ms), CC_STATS_END(read_only),   CC_STATS_END(network_fs),
+    CC_STATS_END(hits_system),    CC_STATS_END(remote_hits),     CC_STATS_END(remote_misses),
+    CC_STATS_END(remote_errors),  CC_STATS_END(remote_rejected), CC_STATS_END(remote_writes),
+    CC_STATS_END(remote_dropped), sizeof(struct convcache_stats),
+};
+
+/* The largest field end at or below n (0 if none). */
+static size_t cc_whole_fields(size_t n, const size_t *ends, size_t count) {
+    size_t best = 0;
+    for (size_t i = 0; i < count; i++)
+        if (ends[i] <= n && ends[i] > best) best = ends[i];
+    return best;
+}
+
+#define CC_COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 #define CC_FORK_GUARD()                                                        \
     do {                                                                       \
@@ -137,6 +186,11 @@ int convcache_open_ex(const convcache_options *opts, convcache **out) {
         return cc_fail(CONVCACHE_E_INVALID,
                        "convcache_open_ex: opts->struct_size is 0 or newer than this library; "
                        "call convcache_options_init");
+    if (cc_whole_fields(opts->struct_size, cc_options_ends, CC_COUNT(cc_options_ends)) !=
+        opts->struct_size)
+        return cc_fail(CONVCACHE_E_INVALID,
+                       "convcache_open_ex: opts->struct_size does not end on a field of "
+                       "convcache_options; call convcache_options_init");
     convcache_options o;
     memset(&o, 0, sizeof o);
     memcpy(&o, opts, opts->struct_size);
@@ -156,6 +210,7 @@ int convcache_find(convcache *c, const void *key, size_t key_len, void *value,
         return cc_fail(CONVCACHE_E_INVALID, "convcache_find: NULL handle, key, value or value_len");
     if (__builtin_expect(key_len - 1 >= CONVCACHE_KEY_MAX, 0))
         return cc_fail(CONVCACHE_E_SIZE, "convcache_find: key_len must be 1..CONVCACHE_KEY_MAX");
+    if (value_cap > CONVCACHE_VALUE_MAX) value_cap = CONVCACHE_VALUE_MAX; /* every value fits */
     return ccgo_find((uintptr_t)c, (void *)key, key_len, value, value_cap, value_len,
                      cc_thread_stripe());
 }
@@ -199,6 +254,7 @@ int convcache_get_or_create(convcache *c, const void *key, size_t key_len,
     if (key_len - 1 >= CONVCACHE_KEY_MAX)
         return cc_fail(CONVCACHE_E_SIZE,
                        "convcache_get_or_create: key_len must be 1..CONVCACHE_KEY_MAX");
+    if (value_cap > CONVCACHE_VALUE_MAX) value_cap = CONVCACHE_VALUE_MAX; /* every value fits */
     return ccgo_get_or_create((uintptr_t)c, (void *)key, key_len, build, user, value,
                               value_cap, value_len);
 }
@@ -213,7 +269,7 @@ int convcache_stats(convcache *c, struct convcache_stats *out) {
     memset(&full, 0, sizeof full);
     int rc = ccgo_stats((uintptr_t)c, &full);
     if (rc != CONVCACHE_OK) return rc;
-    if (want > sizeof full) want = sizeof full;
+    want = cc_whole_fields(want, cc_stats_ends, CC_COUNT(cc_stats_ends)); /* never half a field */
     full.struct_size = want;
     memcpy(out, &full, want);
     return CONVCACHE_OK;

@@ -21,4 +21,10 @@ int ccx_fail(int code, const char *msg);
 /* Records the calling thread's last error message. */
 void ccx_set_error(const char *msg, size_t len);
 
+/* getenv with secure_getenv's semantics: NULL for every variable in a
+ * privileged process (AT_SECURE: set-user-ID, set-group-ID, file
+ * capabilities), whose environment belongs to whoever started it. The only
+ * way the library reads its environment. */
+const char *ccx_getenv(const char *name);
+
 #endif

@@ -14,4 +14,13 @@
 // panics across the boundary (each export recovers and returns
 // CONVCACHE_E_INTERNAL), and errors are described in a per-thread buffer
 // that convcache_last_error returns.
+//
+// Arguments are bounded in C before Go sees them: struct sizes must end on
+// a whole field (open_ex) or are cut to whole fields (stats), value
+// capacities above CONVCACHE_VALUE_MAX count as CONVCACHE_VALUE_MAX, so no
+// size from the caller becomes a Go slice length it cannot be.
+//
+// The environment is read only through ccx_getenv (capi.c), installed as
+// secenv's source: the live C environment (a setenv() by the host counts),
+// and nothing at all in a privileged process (AT_SECURE), as secure_getenv.
 package main

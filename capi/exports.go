@@ -16,6 +16,7 @@ import (
 
 	"github.com/convcache/convcache/cache"
 	"github.com/convcache/convcache/internal/config"
+	"github.com/convcache/convcache/internal/secenv"
 )
 
 // setError records msg as the calling thread's last error. A C->Go call runs
@@ -85,16 +86,18 @@ func errHandle() C.int {
 	return C.CONVCACHE_E_HANDLE
 }
 
+// The library reads the live C environment, through ccx_getenv, which
+// returns nothing in a privileged process (AT_SECURE).
 func init() {
-	config.LookupEnv = func(name string) (string, bool) {
+	secenv.SetSource(func(name string) (string, bool) {
 		cs := C.CString(name)
 		defer C.free(unsafe.Pointer(cs))
-		v := C.getenv(cs)
+		v := C.ccx_getenv(cs)
 		if v == nil {
 			return "", false
 		}
 		return C.GoString(v), true
-	}
+	})
 }
 
 func goString(p *C.char) string {
@@ -165,7 +168,9 @@ func ccgo_close(tok C.uintptr_t) {
 	}
 }
 
-// cbytes views C memory as a byte slice without copying.
+// cbytes views C memory as a byte slice without copying. The C side has
+// bounded n (keys by CONVCACHE_KEY_MAX; value capacities are clamped to
+// CONVCACHE_VALUE_MAX), so it fits an int.
 func cbytes(p unsafe.Pointer, n C.size_t) []byte {
 	if n == 0 {
 		return nil

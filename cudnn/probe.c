@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/auxv.h>
 
 #include "probe.h"
 
@@ -57,6 +58,11 @@ int ccn_probe(int device, const char *cuda_lib, const char *cudnn_lib, ccn_devic
               char *err, size_t errcap) {
     char why[512];
     memset(out, 0, sizeof *out);
+    /* The overrides come from the environment. In a privileged process
+     * (AT_SECURE) the caller already drops them; never load a library
+     * another user named with this process's privileges, whatever the
+     * caller passed. */
+    if (getauxval(AT_SECURE)) cuda_lib = cudnn_lib = NULL;
 
     static const char *const cuda_names[] = {"libcuda.so.1"};
     void *cuda = open_first(cuda_lib, cuda_names, 1, why, sizeof why);

@@ -25,7 +25,8 @@ typedef struct ccn_device {
 
 /* ccn_probe fills *out for CUDA device ordinal `device`. cuda_lib and
  * cudnn_lib, when not NULL or empty, name the files to load instead of the
- * defaults. On failure it writes a message to err[0..errcap). */
+ * defaults (ignored in a privileged process: AT_SECURE). On failure it
+ * writes a message to err[0..errcap). */
 int ccn_probe(int device, const char *cuda_lib, const char *cudnn_lib, ccn_device *out,
               char *err, size_t errcap);
 

@@ -75,8 +75,9 @@ extern "C" {
                                          the file is left untouched */
 #define CONVCACHE_E_CORRUPT     (-9)  /* the file header is damaged; the file is left untouched */
 #define CONVCACHE_E_LOCK        (-10) /* the file lock was not available within the lock timeout */
-#define CONVCACHE_E_READONLY    (-11) /* the handle is read-only (mode ro, untrusted file, or
-                                         read-only file); inserted values stay in memory */
+#define CONVCACHE_E_READONLY    (-11) /* the handle is read-only (mode ro, a cache or lock file
+                                         it may not use, or a read-only file); inserted values
+                                         stay in memory */
 #define CONVCACHE_E_FORKED      (-12) /* called in a child forked after the library started;
                                          the child must exec or use its own process */
 #define CONVCACHE_E_MISS        (-13) /* a miss in strict mode */
@@ -121,7 +122,8 @@ typedef convcache convcache_handle;
  * path   The cache file. NULL means the default: $CONVCACHE_PATH, else
  *        $XDG_CACHE_HOME/convcache/cache.ccdb, else
  *        ~/.cache/convcache/cache.ccdb. Missing directories are created with
- *        mode 0700 and the file with mode 0600.
+ *        mode 0700 and the file with mode 0600 (0660 in a group directory
+ *        with CONVCACHE_TRUST_SHARED=1: see "Shared directories" below).
  * scope  The environment fingerprint (for example convcache_cudnn_scope()'s
  *        output). Entries written under one scope are never returned under
  *        another; they stay in the file. NULL means $CONVCACHE_SCOPE, else
@@ -131,11 +133,38 @@ typedef convcache convcache_handle;
  * Environment: CONVCACHE_DISABLE, CONVCACHE_MODE, CONVCACHE_LOCK_TIMEOUT_MS,
  * CONVCACHE_BUILD_TIMEOUT_MS, CONVCACHE_MAX_BYTES, CONVCACHE_MAX_ENTRIES and
  * CONVCACHE_TRUST_SHARED (see the README). A nonsense value prints one
- * warning on stderr and its default is used.
+ * warning on stderr and its default is used. In a privileged process
+ * (AT_SECURE: set-user-ID, set-group-ID or file capabilities) no variable
+ * is read, as with secure_getenv: the defaults apply, and there is no
+ * default path (path NULL gives CONVCACHE_E_INVALID).
  *
- * A file owned by another user, or writable by group or others, or not
- * writable, is opened read-only with a warning (CONVCACHE_TRUST_SHARED=1
- * lifts the ownership check).
+ * Shared directories. The cache file, its lock file (path + ".lock") and
+ * the log may sit where other users can write (/tmp, a group directory),
+ * so they are opened as ccache and sqlite open theirs:
+ *   - A symbolic link at path is followed only if this user or root owns
+ *     it (each link of a chain); the lock file is never a link. Files are
+ *     opened with O_NOFOLLOW and O_NONBLOCK, then checked with fstat.
+ *   - A cache file that is not a regular file, or is owned by another user
+ *     (root counts as trusted), or is writable by group or others, or is
+ *     reached through a link another user owns, is NOT USED: the open
+ *     still returns CONVCACHE_OK (so a host fails open), one warning goes
+ *     to stderr, the file is never read, every find misses (except on
+ *     entries inserted through the handle), inserts and saves return
+ *     CONVCACHE_E_READONLY with the entries kept in memory, and
+ *     convcache_stats reports read_only = 1. The same holds for a file that
+ *     replaces it later (a peer's compaction), read on a miss.
+ *   - A lock file that is a link, not a regular file, another user's, or
+ *     group- or world-writable makes the handle read-only the same way, at
+ *     once (never waiting on a lock its owner could hold forever); the
+ *     cache file itself is still used if it may be.
+ *   - CONVCACHE_TRUST_SHARED=1 uses files of other owners and group- or
+ *     world-writable files (a cache shared on purpose, such as a group
+ *     directory); not links of other users, nor non-regular files. With it,
+ *     a new cache or lock file in a directory its group may write is made
+ *     0660 in that directory's group, whatever the umask.
+ *   - Compaction keeps the mode and group of the file it replaces.
+ * A file of root's that this user may not write (a shipped cache) is
+ * opened read-only and used, with a warning.
  *
  * Returns CONVCACHE_OK, or CONVCACHE_E_INVALID (out is NULL, path is a
  * directory), CONVCACHE_E_SIZE (scope too long), CONVCACHE_E_ACCESS,
@@ -171,7 +200,10 @@ CONVCACHE_API void convcache_options_init(convcache_options *opts);
  * environment value or default, as convcache_open.
  *
  * Returns as convcache_open, and CONVCACHE_E_INVALID if opts is NULL or
- * opts->struct_size is 0 or larger than this library knows.
+ * opts->struct_size is 0, larger than this library knows, or does not end
+ * on a whole field of convcache_options (sizes of older, shorter versions
+ * of the struct end on a field; one that cuts a field is refused before
+ * anything in it is read).
  */
 CONVCACHE_API int convcache_open_ex(const convcache_options *opts, convcache_handle **out);
 
@@ -193,7 +225,9 @@ CONVCACHE_API void convcache_close(convcache_handle *c);
  * entries other processes appended since (cheap when nothing changed), so
  * a peer's result is a hit without reloading. Never waits for a lock.
  *
- * value may be NULL only when value_cap is 0.
+ * value may be NULL only when value_cap is 0. Any value_cap is accepted; one
+ * above CONVCACHE_VALUE_MAX counts as CONVCACHE_VALUE_MAX (no value is
+ * larger), so SIZE_MAX is fine.
  *
  * Returns CONVCACHE_HIT (1), 0 on a miss, or CONVCACHE_E_RANGE (value_cap too
  * small: *value_len is set to the size needed and nothing is written),
@@ -275,6 +309,9 @@ typedef int (*convcache_builder)(void *user, const void *key, size_t key_len,
  * small; *value_len holds the size needed), CONVCACHE_E_MISS (strict mode:
  * the builder is not run), CONVCACHE_E_INVALID, CONVCACHE_E_SIZE,
  * CONVCACHE_E_HANDLE, CONVCACHE_E_FORKED.
+ *
+ * A value_cap above CONVCACHE_VALUE_MAX counts as CONVCACHE_VALUE_MAX, and
+ * the builder is passed that.
  */
 CONVCACHE_API int convcache_get_or_create(convcache_handle *c, const void *key, size_t key_len,
                             convcache_builder build, void *user,
@@ -316,9 +353,10 @@ struct convcache_stats {
 };
 
 /*
- * convcache_stats - read a handle's counters. Set out->struct_size first;
- * fields beyond it are not written, and out->struct_size is set to the
- * bytes filled.
+ * convcache_stats - read a handle's counters. Set out->struct_size first
+ * (at least sizeof(size_t); larger than this library's struct is fine);
+ * only whole fields that fit in it are written (none beyond it, and not
+ * half of one it cuts), and out->struct_size is set to the bytes filled.
  *
  * Returns CONVCACHE_OK, CONVCACHE_E_INVALID, CONVCACHE_E_HANDLE,
  * CONVCACHE_E_FORKED.
@@ -347,7 +385,11 @@ CONVCACHE_API int convcache_stats(convcache_handle *c, struct convcache_stats *o
  * under the same CUDA_VISIBLE_DEVICES). libcuda.so.1 and libcudnn.so.9
  * (else .8) are loaded at run time, preferring copies the process already
  * has; $CONVCACHE_CUDA_LIBRARY and $CONVCACHE_CUDNN_LIBRARY name other
- * files. Nothing is linked: the library loads and works without CUDA.
+ * files. Nothing is linked: the library loads and works without CUDA. In a
+ * privileged process (AT_SECURE) none of these variables is read: only the
+ * default libraries are loaded, and $CONVCACHE_SCOPE and $CONVCACHE_TAG do
+ * not apply. Any cap is accepted (SIZE_MAX included): only the string and
+ * its NUL are written.
  *
  * buf receives a NUL-terminated string of at most cap bytes.
  *

@@ -16,7 +16,11 @@
  * the usual way (LD_LIBRARY_PATH, the run path, ld.so.cache), or the file
  * or name in $CONVCACHE_LIBRARY when that is set and not empty (with no
  * fallback to the default name). Each function is then resolved with
- * dlsym. The library counts as missing when dlopen fails, when one of the
+ * dlsym. In a privileged process (AT_SECURE: set-user-ID, set-group-ID or
+ * file capabilities) the environment is ignored, as secure_getenv would:
+ * $CONVCACHE_LIBRARY and $CONVCACHE_DISABLE are never read, so another
+ * user cannot make the program load a library of theirs. (No feature macro
+ * is needed from the includer: getauxval comes from <sys/auxv.h>.) The library counts as missing when dlopen fails, when one of the
  * functions of convcache 1.0 is missing from it, or when its
  * convcache_version_number() has another major version than this header.
  *
@@ -77,6 +81,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#if defined(__linux__) && defined(__has_include)
+#if __has_include(<sys/auxv.h>)
+#include <sys/auxv.h>
+#endif
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -135,8 +145,39 @@ static void *convcache_dyn_sym_(void *lib, const char *name, void *slot, size_t 
     return p;
 }
 
+/* getenv with secure_getenv's semantics, without _GNU_SOURCE: nothing is
+ * set in a privileged process. AT_SECURE also covers file capabilities;
+ * where there is no getauxval, set-ID is told by the ids. */
+static const char *convcache_dyn_getenv_(const char *name) {
+#if defined(AT_SECURE)
+    if (getauxval(AT_SECURE)) return NULL;
+#else
+    if (getuid() != geteuid() || getgid() != getegid()) return NULL;
+#endif
+    return getenv(name);
+}
+
+/* The sizes convcache_open_ex accepts (as the library does): a size that
+ * ends on a whole field of convcache_options. */
+static int convcache_dyn_options_size_ok_(size_t n) {
+#define CONVCACHE_DYN_END_(f) (offsetof(convcache_options, f) + sizeof(((convcache_options *)0)->f))
+    const size_t ends[] = {
+        CONVCACHE_DYN_END_(struct_size),     CONVCACHE_DYN_END_(path),
+        CONVCACHE_DYN_END_(scope),           CONVCACHE_DYN_END_(mode),
+        CONVCACHE_DYN_END_(lock_timeout_ms), CONVCACHE_DYN_END_(build_timeout_ms),
+        CONVCACHE_DYN_END_(reserved0),       CONVCACHE_DYN_END_(max_bytes),
+        CONVCACHE_DYN_END_(max_entries),     CONVCACHE_DYN_END_(system_path),
+        CONVCACHE_DYN_END_(remote),          CONVCACHE_DYN_END_(remote_timeout_ms),
+        CONVCACHE_DYN_END_(reserved1),       sizeof(convcache_options)};
+#undef CONVCACHE_DYN_END_
+    size_t i;
+    for (i = 0; i < sizeof ends / sizeof ends[0]; i++)
+        if (n == ends[i]) return 1;
+    return 0;
+}
+
 static void convcache_dyn_load_(void) {
-    const char *path = getenv("CONVCACHE_LIBRARY");
+    const char *path = convcache_dyn_getenv_("CONVCACHE_LIBRARY");
     if (!path || !*path) path = CONVCACHE_DYN_SONAME;
     struct convcache_dyn_api_ api;
     memset(&api, 0, sizeof api);
@@ -181,7 +222,7 @@ static void convcache_dyn_load_(void) {
         convcache_dyn_loaded_ = 1;
         return;
     }
-    const char *off = getenv("CONVCACHE_DISABLE");
+    const char *off = convcache_dyn_getenv_("CONVCACHE_DISABLE");
     int quiet = off && off[0] == '1' && off[1] == 0;
     if (!quiet && CONVCACHE_DYN_FIRST_WARNING_())
         fprintf(stderr, "%s; running without the cache (lookups miss, nothing is stored)\n",
@@ -217,8 +258,7 @@ CONVCACHE_DYN_FN int convcache_open_ex(const convcache_options *opts, convcache_
     if (convcache_dyn_ready_()) return convcache_dyn_api_.open_ex(opts, out);
     if (!out) return CONVCACHE_E_INVALID;
     *out = NULL;
-    if (!opts || opts->struct_size == 0 || opts->struct_size > sizeof(convcache_options))
-        return CONVCACHE_E_INVALID;
+    if (!opts || !convcache_dyn_options_size_ok_(opts->struct_size)) return CONVCACHE_E_INVALID;
     *out = (convcache_handle *)(void *)&convcache_dyn_placeholder_;
     return CONVCACHE_OK;
 }

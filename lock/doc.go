@@ -22,6 +22,13 @@
 // exponential backoff, so a timeout never leaves a thread blocked in the
 // kernel, and EINTR (frequent under the Go runtime's signals) is retried.
 //
+// The lock file may sit in a directory other users can write. It is opened
+// without following a link and checked like the cache file (package
+// internal/safefile): a link, a FIFO, or a file another user owns or can
+// write is refused at once (ErrRefused) rather than waited for, since its
+// owner could hold the lock forever. NewShared accepts other owners, for a
+// cache shared on purpose.
+//
 // # Caveats
 //
 //   - Locks on NFS, Lustre and other network file systems depend on the

@@ -7,11 +7,19 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/convcache/convcache/internal/safefile"
 )
 
 // ErrTimeout is returned when a lock could not be acquired before the
 // deadline.
 var ErrTimeout = errors.New("lock: timed out waiting for lock")
+
+// ErrRefused is wrapped by the error for a lock file that must not be used:
+// a symbolic link, not a regular file, or owned by another user or writable
+// by group or others (see NewShared). Such a lock is never waited for: its
+// owner could hold it forever.
+var ErrRefused = safefile.ErrRefused
 
 // keySpace is the number of distinct key-lock offsets.
 const keySpace = 1 << 40
@@ -23,11 +31,22 @@ const compactionOffset = 1 << 41
 // File is a sidecar lock file. The zero value is not usable; use New.
 // A File is safe for concurrent use.
 type File struct {
-	path string
+	path   string
+	policy safefile.Policy
 }
 
 // New returns a File for path. The file is created (mode 0600) on first use.
+// A link at path is never followed, and a lock file owned by another user
+// or writable by group or others is refused (ErrRefused).
 func New(path string) *File { return &File{path: path} }
+
+// NewShared is New for a cache shared on purpose (CONVCACHE_TRUST_SHARED):
+// a lock file of another user, or writable by group or others, is used, and
+// a new one in a group-writable directory is made 0660 in that directory's
+// group.
+func NewShared(path string) *File {
+	return &File{path: path, policy: safefile.Policy{TrustShared: true}}
+}
 
 // Path returns the sidecar's path.
 func (f *File) Path() string { return f.path }
@@ -75,17 +94,21 @@ func (f *File) TryLockCompaction() (*Lock, error) {
 	return l, err
 }
 
+// open opens (creating if needed) and checks the lock file. The returned
+// descriptor is the lock's own: closing it drops the lock.
 func (f *File) open() (int, error) {
-	for {
-		fd, err := unix.Open(f.path, unix.O_RDWR|unix.O_CREAT|unix.O_CLOEXEC, 0o600)
-		if err == unix.EINTR {
-			continue
+	fd, err := safefile.OpenFd(f.path, unix.O_RDWR, true, f.policy, false)
+	if err != nil {
+		if errors.Is(err, ErrRefused) {
+			return -1, fmt.Errorf("lock file %w", err)
 		}
-		if err != nil {
-			return -1, &os.PathError{Op: "open lock file", Path: f.path, Err: err}
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
 		}
-		return fd, nil
+		return -1, &os.PathError{Op: "open lock file", Path: f.path, Err: err}
 	}
+	return fd, nil
 }
 
 // lockRange write-locks the single byte at off.

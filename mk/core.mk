@@ -1,13 +1,26 @@
 # The core library's C tests: each tests/test_*.c is a program linked
 # against build/libconvcache.so and run by `make test`.
 
-CORE_TESTS := test_api test_threads test_procs test_kill test_fork test_flight test_stall test_modes
+CORE_TESTS := test_api test_args test_threads test_procs test_kill test_fork test_flight test_stall test_modes \
+              test_secure
 CORE_TEST_BINS := $(addprefix $(BUILD)/tests/,$(CORE_TESTS))
 
 $(BUILD)/tests/%: tests/%.c tests/check.h $(LIB) $(BUILD)/include/.stamp
 	@mkdir -p $(BUILD)/tests
 	$(CC) $(CFLAGS) -o $@ $< $(LINK_CC)
 
+# test_secure runs a set-user-ID copy of itself and of test_secure_dyn (the
+# run-time loader, built with -std=c11 and no feature macros) with a
+# library another user controls named in the environment.
+$(BUILD)/tests/libccevil.so: tests/secure_evil.c
+	@mkdir -p $(BUILD)/tests
+	$(CC) $(CFLAGS) -shared -fPIC -o $@ $<
+
+$(BUILD)/tests/test_secure_dyn: tests/test_secure_dyn.c $(BUILD)/include/.stamp
+	@mkdir -p $(BUILD)/tests
+	$(CC) $(CFLAGS) -std=c11 -pedantic -I$(BUILD)/include -o $@ $< -Wl,-rpath,$(ABS_BUILD) -ldl -lpthread
+
+c-test: $(BUILD)/tests/libccevil.so $(BUILD)/tests/test_secure_dyn
 c-test: $(CORE_TEST_BINS)
 	@for t in $(CORE_TEST_BINS); do echo "== $$t"; $$t || exit 1; done
 

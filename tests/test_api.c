@@ -388,6 +388,17 @@ static int as_nobody(const char *dir) {
     CHECK_RC(convcache_stats(c, &st), CONVCACHE_OK);
     CHECK(st.read_only == 1);
     convcache_close(c);
+    /* A file anyone may write is not used: the open succeeds (a host fails
+     * open), finds miss, inserts stay in memory, and the reason is given. */
+    snprintf(path, sizeof path, "%s/worldfile.ccdb", dir);
+    CHECK_RC(convcache_open(path, NULL, &c), CONVCACHE_OK);
+    CHECK_RC(convcache_find(c, &k, sizeof k, &got, sizeof got, &n), 0);
+    CHECK_RC(convcache_insert(c, &k2, sizeof k2, &v, sizeof v), CONVCACHE_E_READONLY);
+    CHECK(strstr(convcache_last_error(), "writable by group or others") != NULL);
+    CHECK_RC(convcache_find(c, &k2, sizeof k2, &got, sizeof got, &n), CONVCACHE_HIT);
+    CHECK_RC(convcache_stats(c, &st), CONVCACHE_OK);
+    CHECK(st.read_only == 1);
+    convcache_close(c);
     return 0;
 }
 
@@ -412,6 +423,12 @@ static void test_permissions(const char *self) {
     CHECK_RC(convcache_insert(c, &k, sizeof k, &v, sizeof v), CONVCACHE_OK);
     convcache_close(c);
     chmod(rootfile, 0644);
+    char worldfile[700];
+    snprintf(worldfile, sizeof worldfile, "%s/worldfile.ccdb", dir);
+    CHECK_RC(convcache_open(worldfile, NULL, &c), CONVCACHE_OK);
+    CHECK_RC(convcache_insert(c, &k, sizeof k, &v, sizeof v), CONVCACHE_OK);
+    convcache_close(c);
+    chmod(worldfile, 0666);
     pid_t pid = fork();
     if (pid == 0) {
         if (setgid(pw->pw_gid) != 0 || setuid(pw->pw_uid) != 0) _exit(3);
@@ -425,6 +442,7 @@ static void test_permissions(const char *self) {
 
 int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], "--as-nobody") == 0) return as_nobody(argv[2]);
+    test_cleanup_at_exit();
     unsetenv("CONVCACHE_PATH");
     unsetenv("CONVCACHE_DISABLE");
     unsetenv("CONVCACHE_MODE");

@@ -5,9 +5,14 @@
 // A value that does not parse prints one warning line (once per process per
 // variable and value) and the default is used: a typo never stops a
 // training job, and never silently takes effect as something else.
+//
+// Every variable is read through secenv: in a privileged process
+// (set-user-ID, set-group-ID, file capabilities: AT_SECURE) none is, and
+// the defaults apply.
 package config
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +22,8 @@ import (
 	"time"
 
 	"github.com/convcache/convcache/cache"
+	"github.com/convcache/convcache/internal/safefile"
+	"github.com/convcache/convcache/internal/secenv"
 )
 
 // Minimums that keep a bound from making the cache useless.
@@ -25,11 +32,12 @@ const (
 	MinMaxEntries = 16
 )
 
-// LookupEnv reads one environment variable. The C library replaces it with
-// one that calls the C library's getenv: a Go runtime inside a shared
-// library copies the environment when it starts, so os.LookupEnv would miss
-// a setenv() the host made later.
-var LookupEnv = os.LookupEnv
+// LookupEnv reads one environment variable, through secenv.Lookup: every
+// variable reads as unset in a privileged process (AT_SECURE), and the C
+// library makes it read the live C environment (a Go runtime inside a
+// shared library copies the environment when it starts, so os.LookupEnv
+// would miss a setenv() the host made later). Tests replace it.
+var LookupEnv = secenv.Lookup
 
 func getenv(name string) string {
 	v, _ := LookupEnv(name)
@@ -68,11 +76,8 @@ func Bool(name string, def bool) bool {
 	if !ok || v == "" {
 		return def
 	}
-	switch strings.ToLower(v) {
-	case "1", "true", "yes", "on", "y":
-		return true
-	case "0", "false", "no", "off", "n":
-		return false
+	if b, ok := secenv.ParseBool(v); ok {
+		return b
 	}
 	warn(name, v, "expected 1/0, true/false, yes/no or on/off", strconv.FormatBool(def))
 	return def
@@ -196,7 +201,7 @@ func Options(o cache.Options) cache.Options {
 		o.Verbose = int(Int("CONVCACHE_VERBOSE", 0, 2, 0))
 	}
 	if o.Verbose > 0 && o.Log == nil {
-		o.Log = logFile(getenv("CONVCACHE_LOG"))
+		o.Log = logFile(getenv("CONVCACHE_LOG"), safefile.Policy{TrustShared: o.TrustShared})
 	}
 	return o
 }
@@ -208,19 +213,39 @@ var (
 
 // logFile returns the writer for CONVCACHE_LOG: the named file, opened once
 // per process in append mode (so lines from many processes do not
-// interleave), or standard error.
-func logFile(path string) io.Writer {
-	if path == "" {
+// interleave), or standard error ("", /dev/stderr; /dev/stdout is standard
+// output).
+//
+// The log may sit in a shared directory, so it is opened as the cache file
+// is (package internal/safefile): a link is followed only if this user or
+// root owns it, the file must be a regular file (or a character device,
+// such as a terminal) of this user or root that group and others may not
+// write, unless p trusts shared files; a new one is made 0600. Otherwise
+// one warning, and standard error.
+func logFile(path string, p safefile.Policy) io.Writer {
+	switch path {
+	case "", "/dev/stderr":
 		return os.Stderr
+	case "/dev/stdout":
+		return os.Stdout
 	}
 	logMu.Lock()
 	defer logMu.Unlock()
 	if w, ok := logFiles[path]; ok {
 		return w
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	real, err := safefile.Resolve(path)
+	var f *os.File
+	if err == nil {
+		f, err = safefile.OpenFile(real, os.O_WRONLY|os.O_APPEND, true, p, true)
+	}
 	if err != nil {
-		warn("CONVCACHE_LOG", path, err.Error(), "standard error")
+		why := err.Error()
+		var re *safefile.RefusedError
+		if errors.As(err, &re) {
+			why = re.Reason + "; " + re.Hint()
+		}
+		warn("CONVCACHE_LOG", path, why, "standard error")
 		logFiles[path] = os.Stderr
 		return os.Stderr
 	}

@@ -1,0 +1,5 @@
+//go:build !cgo || !linux
+
+package secenv
+
+func getauxvalSecure() (secure, ok bool) { return false, false }
