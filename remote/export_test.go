@@ -1,6 +1,9 @@
 package remote
 
-import "time"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // Test hooks: the Redis key names and the record encoding, so tests can
 // write values straight into Redis, and panics injected into the tier's
@@ -22,4 +25,14 @@ func RecordMAC(scope string, key, value, macKey []byte) []byte {
 
 // SetHooks sets the functions the writer loop calls before sending a batch
 // and a lock renewal calls on each tick (nil: none).
-func SetHooks(send, renew func()) { testHookSend, testHookRenew = send, renew }
+func SetHooks(send, renew func()) {
+	set := func(h *atomic.Pointer[func()], f func()) {
+		if f == nil {
+			h.Store(nil)
+		} else {
+			h.Store(&f)
+		}
+	}
+	set(&testHookSend, send)
+	set(&testHookRenew, renew)
+}

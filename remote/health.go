@@ -126,9 +126,7 @@ func (r *Client) ping(c *redis.Client) bool {
 // batch back at the front of the queue (the writes are idempotent) and marks
 // the server down; an entry the server refuses is dropped and counted.
 func (r *Client) send(c *redis.Client, batch []op) {
-	if testHookSend != nil {
-		testHookSend()
-	}
+	callHook(&testHookSend)
 	ctx, cancel := context.WithTimeout(r.ctx, r.opts.Timeout)
 	defer cancel()
 	pipe := c.Pipeline()

@@ -5,11 +5,18 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"sync/atomic"
 )
 
 // Test hooks: called, when set, where the writer loop sends a batch and
 // where a lock renewal ticks, so that tests can make those goroutines panic.
-var testHookSend, testHookRenew func()
+var testHookSend, testHookRenew atomic.Pointer[func()]
+
+func callHook(h *atomic.Pointer[func()]) {
+	if f := h.Load(); f != nil {
+		(*f)()
+	}
+}
 
 // recoverGoroutine is deferred first in every goroutine the tier starts. A
 // panic there would end the host process, since no exported function's

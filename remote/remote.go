@@ -88,6 +88,7 @@ type Options struct {
 	// an HMAC-SHA256 tag under it, and a record read without a valid tag is
 	// rejected. Only authenticated hits are written to the local file (see
 	// Authenticated). MinMACKeySize to MaxMACKeySize bytes; New copies it.
+	// Empty means no key.
 	MACKey []byte
 }
 
@@ -167,7 +168,7 @@ func New(opts Options) (*Client, error) {
 		return nil, fmt.Errorf("%w: prefix %q contains white space", ErrOptions, opts.Prefix)
 	}
 	var mac *macKey
-	if opts.MACKey != nil {
+	if len(opts.MACKey) > 0 {
 		if err := checkMACKey(opts.MACKey); err != nil {
 			return nil, err
 		}
@@ -404,9 +405,7 @@ func (r *Client) renew(c *redis.Client, lk, token string, stop <-chan struct{}) 
 		case <-r.ctx.Done():
 			return
 		case <-t.C:
-			if testHookRenew != nil {
-				testHookRenew()
-			}
+			callHook(&testHookRenew)
 			ctx, cancel := context.WithTimeout(r.ctx, r.opts.Timeout)
 			c.Eval(ctx, renewScript, []string{lk}, token, r.opts.LockTTL.Milliseconds())
 			cancel()
