@@ -56,9 +56,9 @@ func (m *macKey) verify(msg, tag []byte) bool {
 	return hmac.Equal(m.appendTag(buf[:0], msg), tag)
 }
 
-// checkMACKey returns ErrMACKey for a key out of bounds. It never shows the
-// key.
-func checkMACKey(key []byte) error {
+// CheckMACKey returns an error wrapping ErrMACKey for a key out of bounds
+// (New does the same). The error never shows the key.
+func CheckMACKey(key []byte) error {
 	if len(key) < MinMACKeySize || len(key) > MaxMACKeySize {
 		return fmt.Errorf("%w: the key is %d bytes; it must be %d to %d", ErrMACKey, len(key), MinMACKeySize, MaxMACKeySize)
 	}
@@ -107,7 +107,7 @@ func ReadMACKeyFile(path string) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %s is longer than %d bytes", ErrMACKey, path, MaxMACKeySize)
 	}
 	key := bytes.TrimRight(b, " \t\r\n")
-	if err := checkMACKey(key); err != nil {
+	if err := CheckMACKey(key); err != nil {
 		return nil, fmt.Errorf("%w (in %s)", err, path)
 	}
 	return key, nil

@@ -169,7 +169,7 @@ func New(opts Options) (*Client, error) {
 	}
 	var mac *macKey
 	if len(opts.MACKey) > 0 {
-		if err := checkMACKey(opts.MACKey); err != nil {
+		if err := CheckMACKey(opts.MACKey); err != nil {
 			return nil, err
 		}
 		mac = newMACKey(opts.MACKey)
