@@ -13,6 +13,11 @@
  *   options          convcache_options.remote overrides the environment,
  *                    "" disables the tier, a bad URL warns once and the
  *                    cache stays local; mode ro writes nothing remotely
+ *   record MAC       the nodes above share a key (CONVCACHE_REMOTE_KEY_FILE),
+ *                    so remote hits go to their files; without the key a
+ *                    remote hit stays in the process's memory; a node with
+ *                    the key rejects records written without it; a key file
+ *                    others can read is refused: a warning, the local cache
  */
 #include "check.h" /* first: it defines _GNU_SOURCE */
 
@@ -246,6 +251,40 @@ static int node_badurl(const char *path) {
     return 0;
 }
 
+/* Finds keys 0..n-1 with every remote record rejected: misses. */
+static int node_find_rejected(const char *path, int n) {
+    convcache *c = open_node(path, NULL, 0, 2000);
+    for (int i = 0; i < n; i++) {
+        test_key k = make_key((uint32_t)i);
+        test_val got;
+        size_t len;
+        CHECK_RC(convcache_find(c, &k, sizeof k, &got, sizeof got, &len), 0);
+    }
+    struct convcache_stats st = stats(c);
+    if (st.remote_rejected != (uint64_t)n || st.remote_hits != 0) {
+        fprintf(stderr, "find-rejected: remote_rejected %llu hits %llu, want %d and 0\n",
+                (unsigned long long)st.remote_rejected, (unsigned long long)st.remote_hits, n);
+        exit(1);
+    }
+    convcache_close(c);
+    return 0;
+}
+
+/* An unusable key file: no remote tier at all, a working local cache. */
+static int node_badkey(const char *path) {
+    convcache *c = open_node(path, NULL, 0, 2000);
+    test_key k = make_key(0), miss = make_key(123456);
+    test_val v = make_val(0, 3), got;
+    size_t len;
+    CHECK_RC(convcache_find(c, &miss, sizeof miss, &got, sizeof got, &len), 0);
+    CHECK_RC(convcache_insert(c, &k, sizeof k, &v, sizeof v), CONVCACHE_OK);
+    CHECK_RC(convcache_find(c, &k, sizeof k, &got, sizeof got, &len), CONVCACHE_HIT);
+    struct convcache_stats st = stats(c);
+    CHECK(st.remote_hits == 0 && st.remote_misses == 0 && st.remote_errors == 0 && st.remote_writes == 0);
+    convcache_close(c);
+    return 0;
+}
+
 /* Mode ro: reads through, writes nothing remotely. */
 static int node_ro(const char *path, int port) {
     long before = dbsize(port);
@@ -444,6 +483,38 @@ static void bad_settings(char *self) {
     printf("bad settings: one warning each, local cache works:\n%s", buf);
 }
 
+static void record_mac(char *self, const char *key_file) {
+    char *k = test_path("keyless.ccdb"), *r = test_path("rejecting.ccdb");
+    /* The server restarted empty above: the cluster writes again. */
+    run((char *[]){self, "insert", test_path("keyed-writer.ccdb"), "100", NULL});
+    unsetenv("CONVCACHE_REMOTE_KEY_FILE");
+    /* Without the key, the cluster's records are read, unauthenticated:
+     * every run asks the server again, since none reach the file. */
+    run((char *[]){self, "find", k, "100", "100", NULL});
+    run((char *[]){self, "find", k, "100", "100", NULL});
+    /* A node without the key overwrites them with records without a MAC;
+     * a node with the key rejects every one. */
+    run((char *[]){self, "insert", test_path("keyless-writer.ccdb"), "100", NULL});
+    setenv("CONVCACHE_REMOTE_KEY_FILE", key_file, 1);
+    run((char *[]){self, "find-rejected", r, "100", NULL});
+    /* A key file others can read: a warning, and the local cache only. */
+    char *open_key = test_path("open.key"), *err = test_path("badkey.err");
+    const char *open_secret = "sixteen bytes or more of key\n";
+    write_file(open_key, open_secret, strlen(open_secret));
+    CHECK(chmod(open_key, 0644) == 0);
+    setenv("CONVCACHE_REMOTE_KEY_FILE", open_key, 1);
+    wait_ok(spawn((char *[]){self, "badkey", test_path("badkey.ccdb"), NULL}, -1, err));
+    char buf[4096] = {0};
+    read_file(err, buf, sizeof buf - 1);
+    if (!strstr(buf, "CONVCACHE_REMOTE_KEY_FILE=") || !strstr(buf, "mode 0644") || !strstr(buf, "local cache only")) {
+        fprintf(stderr, "want a warning about the key file's mode; got:\n%s", buf);
+        exit(1);
+    }
+    setenv("CONVCACHE_REMOTE_KEY_FILE", key_file, 1);
+    printf("record MAC: keyless hits stay in memory, unsigned records rejected with the key, "
+           "an open key file refused:\n%s", buf);
+}
+
 static void read_only(char *self) {
     char port[16];
     snprintf(port, sizeof port, "%d", redis_port);
@@ -461,6 +532,8 @@ int main(int argc, char **argv) {
     if (argc >= 4 && strcmp(argv[1], "race") == 0) return node_race(argv[2], argv[3], 3);
     if (argc >= 3 && strcmp(argv[1], "badurl") == 0) return node_badurl(argv[2]);
     if (argc >= 4 && strcmp(argv[1], "ro") == 0) return node_ro(argv[2], atoi(argv[3]));
+    if (argc >= 4 && strcmp(argv[1], "find-rejected") == 0) return node_find_rejected(argv[2], atoi(argv[3]));
+    if (argc >= 3 && strcmp(argv[1], "badkey") == 0) return node_badkey(argv[2]);
 
     if (!redis_bin()) {
         printf("test_remote: SKIPPED: redis-server is not installed (apt-get install redis-server)\n");
@@ -468,6 +541,13 @@ int main(int argc, char **argv) {
     }
     unsetenv("CONVCACHE_MODE");
     unsetenv("CONVCACHE_DISABLE");
+    unsetenv("CONVCACHE_REMOTE_KEY");
+    /* The cluster's record MAC key, in a file only this user can read. */
+    char *key_file = test_path("cluster.key");
+    const char *secret = "the cluster's record key, 32 B.\n";
+    write_file(key_file, secret, strlen(secret));
+    CHECK(chmod(key_file, 0600) == 0);
+    setenv("CONVCACHE_REMOTE_KEY_FILE", key_file, 1);
     redis_start();
     atexit(at_exit_stop);
     char url[64];
@@ -481,6 +561,7 @@ int main(int argc, char **argv) {
     server_down();
     server_killed();
     bad_settings(argv[0]);
+    record_mac(argv[0], key_file);
     printf("test_remote: ok\n");
     return 0;
 }
