@@ -97,15 +97,15 @@ type Options struct {
 type Client struct {
 	opts      Options
 	ropts     *redis.Options
-	display   string // the URL without its password
-	maxRecord int    // largest record accepted, for the longest scope and key
+	display   string  // the URL without its password
+	maxRecord int     // largest record accepted, for the longest scope and key
 	mac       *macKey // nil: records are written without a MAC, read unauthenticated
-	tokenBase string // host:pid: names this process in lock tokens
+	tokenBase string  // host:pid: names this process in lock tokens
 
 	mu      sync.Mutex // guards starting and closing
 	rdb     atomic.Pointer[redis.Client]
 	closed  atomic.Bool
-	dead    atomic.Bool // the writer loop panicked: the tier is off
+	dead    atomic.Bool     // the writer loop panicked: the tier is off
 	ctx     context.Context // canceled by Close
 	cancel  context.CancelFunc
 	looping chan struct{} // closed when the writer loop returns
