@@ -2,6 +2,7 @@ package remote
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -112,4 +113,26 @@ func FuzzScanner(f *testing.F) {
 			t.Fatalf("open arrays %d, cap %d", len(sc.open), cap(sc.open))
 		}
 	})
+}
+
+// The scanner's cost per reply, beside the network round trip it rides on
+// (tens of microseconds on loopback).
+func BenchmarkScanner(b *testing.B) {
+	for _, size := range []int{48, 4 << 10, 1 << 20} {
+		rec := "$" + strconv.Itoa(size) + "\r\n" + strings.Repeat("r", size) + "\r\n"
+		b.Run("bulk-"+strconv.Itoa(size), func(b *testing.B) {
+			lim := replyLimitsFor(2 << 20)
+			sc := newRESPScanner(lim)
+			buf := []byte(rec)
+			b.SetBytes(int64(len(buf)))
+			b.ReportAllocs()
+			for b.Loop() {
+				for off := 0; off < len(buf); off += 32 << 10 { // as go-redis reads it
+					if err := sc.scan(buf[off:min(off+32<<10, len(buf))]); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
 }

@@ -26,7 +26,7 @@ const tagSize = sha256.Size
 
 // macDomain begins every MAC'd message, so that a key shared with some
 // other use can never make a tag valid here.
-const macDomain = "convcache remote record\x00"
+var macDomain = []byte("convcache remote record\x00")
 
 // macKey computes and checks record tags under one key. Its HMAC states are
 // pooled: a tag costs no allocation after warm-up.
@@ -43,7 +43,7 @@ func newMACKey(key []byte) *macKey {
 func (m *macKey) appendTag(dst, msg []byte) []byte {
 	h := m.pool.Get().(hash.Hash)
 	h.Reset()
-	h.Write([]byte(macDomain))
+	h.Write(macDomain)
 	h.Write(msg)
 	dst = h.Sum(dst)
 	m.pool.Put(h)
