@@ -22,6 +22,7 @@
 #include "check.h" /* first: it defines _GNU_SOURCE */
 
 #include <arpa/inet.h>
+#include <ftw.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
@@ -144,7 +145,17 @@ static void redis_restart(void) {
     exit(1);
 }
 
-static void at_exit_stop(void) { redis_stop(); }
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+/* At the parent's exit, failed or not: stop the server, then remove the
+ * temporary directory (the nodes are other programs, exec'd). */
+static void at_exit_stop(void) {
+    redis_stop();
+    nftw(test_tmpdir(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
 
 /* ---- Nodes ---------------------------------------------------------------- */
 
@@ -542,6 +553,7 @@ int main(int argc, char **argv) {
     unsetenv("CONVCACHE_MODE");
     unsetenv("CONVCACHE_DISABLE");
     unsetenv("CONVCACHE_REMOTE_KEY");
+    atexit(at_exit_stop);
     /* The cluster's record MAC key, in a file only this user can read. */
     char *key_file = test_path("cluster.key");
     const char *secret = "the cluster's record key, 32 B.\n";
@@ -549,7 +561,6 @@ int main(int argc, char **argv) {
     CHECK(chmod(key_file, 0600) == 0);
     setenv("CONVCACHE_REMOTE_KEY_FILE", key_file, 1);
     redis_start();
-    atexit(at_exit_stop);
     char url[64];
     snprintf(url, sizeof url, "redis://127.0.0.1:%d/0", redis_port);
     setenv("CONVCACHE_REMOTE", url, 1);
