@@ -954,7 +954,7 @@ func (c *Cache) insert(key, value []byte, toRemote bool) error {
 	}
 	c.mu.Unlock()
 	// An identical value already in the file needs no second record.
-	if ch, off, ok := c.idx.Load().lookup(key, h); ok && entryFlags(ch, off)&entryFromSystem == 0 &&
+	if ch, off, ok := c.idx.Load().lookup(key, h); ok && entryFlags(ch, off)&entryNotInFile == 0 &&
 		bytes.Equal(entryValue(ch, off), value) {
 		c.mu.Lock()
 		_, isPending := c.pending[string(key)]
@@ -1211,7 +1211,7 @@ func (c *Cache) touchFrame(dst []byte) []byte {
 	g := c.gen.Load()
 	var hashes []byte
 	c.idx.Load().each(func(ch []byte, off int) {
-		if atomicLoad32(ch, off+8) == g && entryFlags(ch, off)&entryFromSystem == 0 {
+		if atomicLoad32(ch, off+8) == g && entryFlags(ch, off)&entryNotInFile == 0 {
 			hashes = binary.LittleEndian.AppendUint64(hashes, xxhash.Sum64(entryKey(ch, off)))
 		}
 	})

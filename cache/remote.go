@@ -1,5 +1,7 @@
 package cache
 
+import "github.com/cespare/xxhash/v2"
+
 // Remote is a tier that many machines share behind the local file, such as
 // Redis (package remote). The engine asks it on a local miss, writes to it
 // after a local insert, and uses its lock so that one node of a cluster
@@ -25,6 +27,12 @@ type Remote interface {
 	Close() error
 	// Stats returns the tier's counters.
 	Stats() RemoteStats
+	// Authenticated reports whether every hit is authenticated, such as by
+	// a MAC under a key that only the cluster's jobs hold. The engine writes
+	// authenticated hits to the local file; it keeps other hits in this
+	// handle's memory only, so that whoever can write to the shared tier
+	// cannot make a value permanent in every node's file.
+	Authenticated() bool
 }
 
 // RemoteStats are a Remote's counters.
@@ -32,13 +40,21 @@ type RemoteStats struct {
 	Hits     uint64 // lookups that returned a value
 	Misses   uint64 // lookups that found nothing
 	Errors   uint64 // calls that failed or timed out
-	Rejected uint64 // values ignored: bad checksum, key or scope
+	Rejected uint64 // values ignored: bad checksum, key, scope or MAC
 	Writes   uint64 // entries written
 	Dropped  uint64 // queued writes dropped (queue full, server down)
 }
 
-// remoteGet asks the remote tier after a local miss. A hit is stored in the
-// local file (without writing it back to the remote) and copied to dst.
+// Index flags of entries that this handle holds but its file does not (see
+// index.go for the others).
+const (
+	entryFromRemote = 4 // an unauthenticated remote hit, kept in memory only
+	entryNotInFile  = entryFromSystem | entryFromRemote
+)
+
+// remoteGet asks the remote tier after a local miss and copies a hit to
+// dst. An authenticated hit is stored in the local file (without writing it
+// back to the remote); any other is kept in memory only, for this handle.
 func (c *Cache) remoteGet(key, dst []byte) (int, bool, error) {
 	if c.opts.Remote == nil || c.mode == ModeRecache {
 		return 0, false, nil
@@ -47,7 +63,13 @@ func (c *Cache) remoteGet(key, dst []byte) (int, bool, error) {
 	if !ok || len(v) > MaxValueSize {
 		return 0, false, nil
 	}
-	c.insert(key, v, false)
+	if c.opts.Remote.Authenticated() {
+		c.insert(key, v, false)
+	} else if !c.closed.Load() {
+		c.mu.Lock()
+		c.idx.Load().put(key, v, xxhash.Sum64(key), entryFromRemote, c.gen.Load())
+		c.mu.Unlock()
+	}
 	if len(v) > len(dst) {
 		return len(v), true, ErrRange
 	}

@@ -20,8 +20,11 @@ import (
 // $CONVCACHE_REMOTE_TIMEOUT_MS or remote.DefaultTimeout. It returns nil
 // (no tier) for mode off, and for a URL or timeout that cannot be used:
 // then one warning line is printed and the cache works with its local file
-// only, as for any nonsense setting. It does not connect; the tier connects
-// on first use and fails open from then on.
+// only, as for any nonsense setting. A record MAC key asked for
+// ($CONVCACHE_REMOTE_KEY_FILE, $CONVCACHE_REMOTE_KEY) that cannot be used
+// is such a setting too: without it the tier would trust what the key was
+// meant to check. It does not connect; the tier connects on first use and
+// fails open from then on.
 func openRemote(o *C.convcache_options, mode cache.Mode) cache.Remote {
 	name, url := "CONVCACHE_REMOTE", ""
 	if o.remote == nil {
@@ -41,6 +44,11 @@ func openRemote(o *C.convcache_options, mode cache.Mode) cache.Remote {
 			fmt.Sprintf("expected 1 to %d", config.MaxRemoteTimeoutMs), "$CONVCACHE_REMOTE_TIMEOUT_MS or the default")
 	}
 	ro = config.Remote(ro)
+	key, ok := config.RemoteMACKey()
+	if !ok {
+		return nil
+	}
+	ro.MACKey = key
 	r, err := remote.New(ro)
 	if err != nil {
 		config.WarnRemote(name, url, err)

@@ -4,18 +4,54 @@
 //
 // The engine (package cache) asks the tier only on a local miss, so a hit in
 // memory or in the local file never touches the network. A remote hit is
-// checked, written to the local file and returned; later lookups of the key
-// are local hits. Local inserts are written to Redis behind the caller's
-// back; a get_or_create that misses everywhere takes a short cluster lock,
-// so that one node benchmarks a new shape while the others wait for its
-// result.
+// checked and returned; later lookups of the key are local hits. An
+// authenticated hit (one with a valid MAC, see "Trust") is also written to
+// the local file; any other is kept in the process's memory only. Local
+// inserts are written to Redis behind the caller's back; a get_or_create
+// that misses everywhere takes a short cluster lock, so that one node
+// benchmarks a new shape while the others wait for its result.
 //
 // # Configuration
 //
 // New takes a URL, redis://[user:pass@]host[:port][/db] or rediss://... for
 // TLS (certificates are checked against the system roots), and Options. The
 // C library reads CONVCACHE_REMOTE, CONVCACHE_REMOTE_TIMEOUT_MS (default
-// 50) and CONVCACHE_REMOTE_TTL (package internal/config).
+// 50), CONVCACHE_REMOTE_TTL, and the record MAC key from the file that
+// CONVCACHE_REMOTE_KEY_FILE names (see ReadMACKeyFile) or from
+// CONVCACHE_REMOTE_KEY itself (package internal/config). A key asked for
+// that cannot be used (both set, a file another user could change or that
+// all can read, a key under 16 bytes) turns the tier off with one warning:
+// going on without it would trust what it was meant to check. In a
+// privileged process (AT_SECURE) these variables are not read at all.
+//
+// # Trust
+//
+// Whoever can write to the Redis database, and without TLS whoever is on
+// the network path to it, controls what the tier reads. What that allows:
+//
+//   - Never a crash, a hang or unbounded memory: every reply is bounded
+//     before go-redis allocates for it (see "Bounded replies"), every call
+//     by the deadline, every record by MaxValue.
+//   - Never a value for another key or scope, without a key too: a record
+//     names its scope and key in full, and both must match.
+//   - Without a MAC key, a forged record that passes those checks is
+//     returned: the CRC detects damage, not forgery. Such a hit is kept in
+//     the process's memory only, never written to the local file, so a
+//     poisoned database cannot poison every node's file for good; each new
+//     process asks the server again. Records are written without a MAC.
+//   - With a MAC key (Options.MACKey), records are written with an
+//     HMAC-SHA256 tag, and a record without a valid tag under the key is
+//     rejected (counted in Rejected): a writer without the key can make
+//     nodes miss, but not use its values. Hits are then written to the local
+//     file. An old record of the same scope and key, tagged with the key,
+//     can be replayed; it holds a value the cluster itself measured.
+//   - TLS (rediss://) keeps the network path from reading or changing
+//     anything, and the password (AUTH) from being read on it; it does not
+//     make the server's contents trustworthy. Without TLS, keys, values and
+//     the password cross the network in clear.
+//   - The server decides who holds a build lock, so a hostile one can make
+//     a get_or_create of a cold key wait up to the build timeout, or let
+//     every node build it.
 //
 // # Bounded waits, failing open
 //
@@ -32,6 +68,29 @@
 // 5 s) gets an answer. Writes queued meanwhile are sent then. A value that
 // fails its checks is counted in Rejected and treated as a miss: garbage in
 // Redis never reaches the caller.
+//
+// # Bounded replies
+//
+// go-redis allocates the length a reply announces before the bytes arrive,
+// so one header announcing a 1 TiB string, or an array of 2^31 elements,
+// would make the Go runtime abort the host process (out of memory is fatal,
+// not a panic). The tier dials through its own dialer, whose connections
+// follow the RESP2 stream as it passes (the protocol is pinned to RESP2)
+// and fail before go-redis reads a reply that announces or holds more than
+// the largest record plus 64 KiB, more than 1024 array elements, arrays
+// nested deeper than 8, a line over 64 KiB, or a type byte that is not
+// RESP2's. A failed connection is a failed call: a miss, counted in Errors,
+// one warning naming the bound, the server marked down until a probe
+// answers.
+//
+// # Goroutines
+//
+// The tier starts a writer loop and one renewal per held lock. Each
+// recovers a panic and reports it, with its stack, on the warning output: a
+// panic in the writer turns the tier off for the process (lookups miss,
+// writes are dropped, locks granted); one in a renewal lets that lock
+// lapse. The dialer, which runs in go-redis's goroutines, turns a panic
+// into an error.
 //
 // # Write-behind
 //
@@ -66,31 +125,45 @@
 //
 //	+--------+---------+-------+-----------+---------+----------+-----------+
 //	| magic  | version | flags | scope len | key len | reserved | value len |
-//	| "CCRV" | u8 = 1  | u8 = 0| u16       | u16     | u16 = 0  | u32       |
+//	| "CCRV" | u8 = 1  | u8    | u16       | u16     | u16 = 0  | u32       |
 //	+--------+---------+-------+-----------+---------+----------+-----------+
-//	| written (unix ms) i64 | scope | key | value | CRC-32C (Castagnoli) u32  |
-//	|                       |       |     |       | of every byte before it   |
-//	+-----------------------+-------+-----+-------+---------------------------+
+//	| written (unix ms) i64 | scope | key | value | [tag] | CRC-32C u32      |
+//	|                       |       |     |       |       | (Castagnoli) of  |
+//	|                       |       |     |       |       | every byte before|
+//	+-----------------------+-------+-----+-------+-------+------------------+
+//
+// Flags: bit 0 (MAC) means a 32-byte tag follows the value:
+// HMAC-SHA256, under the MAC key, of the string "convcache remote
+// record\x00" followed by every byte of the record before the tag (so it
+// covers the header, the scope, the key and the value). Other bits are 0.
+// Readers from before the MAC reject any non-zero flags, so they treat a
+// record with a tag as a newer format: a miss, counted in Rejected.
 //
 // A record is accepted only if, checked in this order, it is long enough
-// for its header, has the magic, version 1 and zero flags, its lengths add
-// up to its size, its checksum matches, its scope and key equal the ones
-// asked for in full (so a hash collision, or a value copied to another key
-// or scope, is a miss), and its value is within Options.MaxValue (1 MiB by
-// default). Lookups read with GETRANGE, so a foreign value of any size
-// costs at most one record's length to read.
+// for its header, has the magic, version 1 and no unknown flags, its
+// lengths add up to its size, its checksum matches, its scope and key equal
+// the ones asked for in full (so a hash collision, or a value copied to
+// another key or scope, is a miss), its value is within Options.MaxValue
+// (1 MiB by default), and, when the reader has a MAC key, it has a tag and
+// the tag is right. A reader without a key reads a record with a tag too,
+// unauthenticated (it cannot check the tag). Lookups read with GETRANGE, so
+// a foreign value of any size costs at most one record's length to read.
 //
 // An optional TTL (CONVCACHE_REMOTE_TTL, Options.TTL) is set on each write;
 // it counts from the last write of the key, not from its last use.
 //
 // # Caveats
 //
-//   - Anyone who can write to the Redis database can make nodes miss, but
-//     not return a value for another key or scope: the checks above see to
-//     that. The checksum detects damage, not forgery; a writer that builds
-//     a valid record for a key can make nodes use its value. Give the tier
-//     a database that only the cluster's jobs can write (a password, an ACL
-//     user, TLS).
+//   - Without a MAC key, anyone who can write to the Redis database can
+//     make the processes that read a key use a value of their choosing (in
+//     memory; see "Trust"). Set a key, and give the tier a database that
+//     only the cluster's jobs can write (a password, an ACL user, TLS).
+//   - The key is one key: changing it makes every record written before a
+//     miss (rejected) until it is written again. Change Prefix with it to
+//     keep old and new records apart.
+//   - Without a key, every process asks the server once for each key it
+//     needs (remote hits are not kept in the file), where with a key one
+//     process per node does.
 //   - The deadline bounds each call into the tier. A get_or_create of a
 //     cold key makes up to four (lookup, lookup, lock, lookup) before it
 //     builds, so a server that answers every call just under the deadline

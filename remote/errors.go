@@ -10,4 +10,12 @@ var (
 	ErrURL = errors.New("remote: bad URL")
 	// ErrOptions: an option is out of range.
 	ErrOptions = errors.New("remote: bad option")
+	// ErrMACKey: the record MAC key is out of bounds, or its file cannot
+	// be used (see ReadMACKeyFile).
+	ErrMACKey = errors.New("remote: unusable MAC key")
 )
+
+// errReply fails a connection whose server sent a reply out of bounds (see
+// bound.go). It reaches the caller as a failed call: a miss, counted in
+// Errors, the server marked down.
+var errReply = errors.New("remote: reply out of bounds")

@@ -16,20 +16,22 @@ func TestRecordRoundTrip(t *testing.T) {
 		{"sm_90 driver 550 cudnn 9.1", strings.Repeat("K", 104), strings.Repeat("v", 48)},
 		{strings.Repeat("s", 4096), strings.Repeat("k", 4096), strings.Repeat("v", 1<<20)},
 	} {
-		rec := appendRecord(nil, tc.scope, []byte(tc.key), []byte(tc.value), 1700000000000)
-		if len(rec) != recordSize(tc.scope, []byte(tc.key), []byte(tc.value)) {
-			t.Fatalf("record is %d bytes, recordSize says %d", len(rec), recordSize(tc.scope, []byte(tc.key), []byte(tc.value)))
-		}
-		v, err := parseRecord(rec, tc.scope, []byte(tc.key), 1<<20)
-		if err != nil || string(v) != tc.value {
-			t.Fatalf("parseRecord: %v, value %d bytes, want %d", err, len(v), len(tc.value))
+		for _, mk := range []*macKey{nil, newMACKey([]byte("0123456789abcdef"))} {
+			rec := appendRecord(nil, tc.scope, []byte(tc.key), []byte(tc.value), 1700000000000, mk)
+			if size := recordSize(tc.scope, []byte(tc.key), []byte(tc.value), mk != nil); len(rec) != size {
+				t.Fatalf("record is %d bytes, recordSize says %d", len(rec), size)
+			}
+			v, authenticated, err := parseRecord(rec, tc.scope, []byte(tc.key), 1<<20, mk)
+			if err != nil || string(v) != tc.value || authenticated != (mk != nil) {
+				t.Fatalf("parseRecord: %v, value %d bytes, want %d, authenticated %v", err, len(v), len(tc.value), authenticated)
+			}
 		}
 	}
 }
 
 // A known-answer vector: the layout drawn in doc.go, byte by byte.
 func TestRecordLayout(t *testing.T) {
-	rec := appendRecord(nil, "sc", []byte("key"), []byte("VAL!"), 0x0102030405060708)
+	rec := appendRecord(nil, "sc", []byte("key"), []byte("VAL!"), 0x0102030405060708, nil)
 	want := []byte{
 		'C', 'C', 'R', 'V', 1, 0, // magic, version, flags
 		2, 0, 3, 0, 0, 0, // scope len, key len, reserved
@@ -62,7 +64,7 @@ func crc32c(b []byte) uint32 {
 
 func TestRecordRejects(t *testing.T) {
 	scope, key, value := "scope-A", []byte("key-1"), []byte("value-1")
-	good := appendRecord(nil, scope, key, value, 1)
+	good := appendRecord(nil, scope, key, value, 1, nil)
 	mod := func(f func(b []byte) []byte) []byte { return f(bytes.Clone(good)) }
 	for _, tc := range []struct {
 		name  string
@@ -76,7 +78,8 @@ func TestRecordRejects(t *testing.T) {
 		{"short", good[:20], scope, "key-1", 100, errShort},
 		{"garbage", []byte("this is not a convcache record at all"), scope, "key-1", 100, errMagic},
 		{"version", mod(func(b []byte) []byte { b[4] = 2; return b }), scope, "key-1", 100, errVersion},
-		{"flags", mod(func(b []byte) []byte { b[5] = 1; return b }), scope, "key-1", 100, errVersion},
+		{"flags", mod(func(b []byte) []byte { b[5] = 2; return b }), scope, "key-1", 100, errVersion},
+		{"MAC flag without a tag", mod(func(b []byte) []byte { b[5] = 1; return b }), scope, "key-1", 100, errLength},
 		{"truncated", good[:len(good)-1], scope, "key-1", 100, errLength},
 		{"extended", append(bytes.Clone(good), 0), scope, "key-1", 100, errLength},
 		{"value len", mod(func(b []byte) []byte { b[12]++; return b }), scope, "key-1", 100, errLength},
@@ -85,7 +88,7 @@ func TestRecordRejects(t *testing.T) {
 		{"other key", good, scope, "key-2", 100, errKey},
 		{"too large", good, scope, "key-1", len(value) - 1, errTooLarge},
 	} {
-		_, err := parseRecord(tc.rec, tc.scope, []byte(tc.key), tc.max)
+		_, _, err := parseRecord(tc.rec, tc.scope, []byte(tc.key), tc.max, nil)
 		if !errors.Is(err, tc.want) {
 			t.Errorf("%s: got %v, want %v", tc.name, err, tc.want)
 		}
@@ -95,7 +98,7 @@ func TestRecordRejects(t *testing.T) {
 		for bit := 0; bit < 8; bit++ {
 			b := bytes.Clone(good)
 			b[i] ^= 1 << bit
-			if v, err := parseRecord(b, scope, key, 100); err == nil {
+			if v, _, err := parseRecord(b, scope, key, 100, nil); err == nil {
 				t.Fatalf("byte %d bit %d flipped: accepted value %q", i, bit, v)
 			}
 		}
@@ -119,17 +122,27 @@ func TestKeys(t *testing.T) {
 }
 
 func FuzzParseRecord(f *testing.F) {
-	f.Add(appendRecord(nil, "s", []byte("k"), []byte("v"), 1), "s", []byte("k"))
+	mk := newMACKey([]byte("fuzzing key 0123"))
+	f.Add(appendRecord(nil, "s", []byte("k"), []byte("v"), 1, nil), "s", []byte("k"))
+	f.Add(appendRecord(nil, "s", []byte("k"), []byte("v"), 1, mk), "s", []byte("k"))
 	f.Add([]byte("CCRV\x01"), "s", []byte("k"))
 	f.Fuzz(func(t *testing.T, rec []byte, scope string, key []byte) {
-		v, err := parseRecord(rec, scope, key, 1<<20)
-		if err != nil {
-			return
-		}
-		// Whatever is accepted must re-encode to the same record.
-		again := appendRecord(nil, scope, key, v, int64(binary.LittleEndian.Uint64(rec[16:])))
-		if !bytes.Equal(again, rec) {
-			t.Fatalf("accepted a record that does not re-encode to itself")
+		for _, k := range []*macKey{nil, mk} {
+			v, authenticated, err := parseRecord(rec, scope, key, 1<<20, k)
+			if err != nil {
+				continue
+			}
+			if authenticated != (k != nil) {
+				t.Fatalf("authenticated %v with key %v", authenticated, k != nil)
+			}
+			if k == nil && rec[5]&flagMAC != 0 {
+				continue // a tag read without a key is not checked
+			}
+			// Whatever is accepted must re-encode to the same record.
+			again := appendRecord(nil, scope, key, v, int64(binary.LittleEndian.Uint64(rec[16:])), k)
+			if !bytes.Equal(again, rec) {
+				t.Fatalf("accepted a record that does not re-encode to itself")
+			}
 		}
 	})
 }

@@ -76,6 +76,7 @@ func isServerError(err error) bool {
 // batches and, while the server is down, probes it with backoff.
 func (r *Client) loop(c *redis.Client) {
 	defer close(r.looping)
+	defer r.recoverGoroutine("writer", true)
 	backoff := r.opts.MinBackoff
 	r.ping(c) // connect early, so the first lookup finds a connection ready
 	var batch []op
@@ -125,6 +126,7 @@ func (r *Client) ping(c *redis.Client) bool {
 // batch back at the front of the queue (the writes are idempotent) and marks
 // the server down; an entry the server refuses is dropped and counted.
 func (r *Client) send(c *redis.Client, batch []op) {
+	callHook(&testHookSend)
 	ctx, cancel := context.WithTimeout(r.ctx, r.opts.Timeout)
 	defer cancel()
 	pipe := c.Pipeline()

@@ -42,7 +42,8 @@ func TestMain(m *testing.M) {
 
 func node(role string) error {
 	n, _ := strconv.Atoi(os.Getenv("NODE_N"))
-	r, err := remote.New(remote.Options{URL: os.Getenv("NODE_URL"), Timeout: 2 * time.Second, LockTTL: time.Second})
+	r, err := remote.New(remote.Options{URL: os.Getenv("NODE_URL"), Timeout: 2 * time.Second, LockTTL: time.Second,
+		MACKey: []byte(os.Getenv("NODE_MAC_KEY"))})
 	if err != nil {
 		return err
 	}
@@ -143,19 +144,32 @@ func runNode(t *testing.T, role string, env ...string) string {
 }
 
 // Two processes with separate files share one server: node B's first
-// lookups are remote hits for what node A inserted.
+// lookups are remote hits for what node A inserted. With a MAC key they are
+// written to B's file; without one they stay in B's memory, so B's next run
+// asks the server again.
 func TestTwoNodes(t *testing.T) {
 	srv := startRedis(t)
-	dir := t.TempDir()
-	runNode(t, "insert", "NODE_URL="+srv.url(), "NODE_PATH="+filepath.Join(dir, "a.ccdb"), "NODE_N=200")
-	out := runNode(t, "find", "NODE_URL="+srv.url(), "NODE_PATH="+filepath.Join(dir, "b.ccdb"), "NODE_N=200")
-	if !strings.Contains(out, "remote_hits=200 misses=0") {
-		t.Fatalf("node B: %s", out)
-	}
-	// A third run of B finds everything in its own file: no remote hits.
-	out = runNode(t, "find", "NODE_URL="+srv.url(), "NODE_PATH="+filepath.Join(dir, "b.ccdb"), "NODE_N=200")
-	if !strings.Contains(out, "remote_hits=0 misses=0") {
-		t.Fatalf("node B again: %s", out)
+	for _, tc := range []struct {
+		name, key, again string
+	}{
+		{"MAC key", string(clusterKey), "remote_hits=0 misses=0"},
+		{"no key", "", "remote_hits=200 misses=0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			env := []string{"NODE_URL=" + srv.url(), "NODE_N=200", "NODE_MAC_KEY=" + tc.key}
+			runNode(t, "insert", append(env, "NODE_PATH="+filepath.Join(dir, "a.ccdb"))...)
+			out := runNode(t, "find", append(env, "NODE_PATH="+filepath.Join(dir, "b.ccdb"))...)
+			if !strings.Contains(out, "remote_hits=200 misses=0") {
+				t.Fatalf("node B: %s", out)
+			}
+			// A second run of B: from its own file with a key, else from
+			// the server again.
+			out = runNode(t, "find", append(env, "NODE_PATH="+filepath.Join(dir, "b.ccdb"))...)
+			if !strings.Contains(out, tc.again) {
+				t.Fatalf("node B again: %s, want %s", out, tc.again)
+			}
+		})
 	}
 }
 

@@ -84,6 +84,12 @@ type Options struct {
 	// Warn receives the tier's one warning line. Nil means standard error,
 	// and then the warning is printed once per process and server.
 	Warn io.Writer
+	// MACKey, if set, authenticates records: every record written carries
+	// an HMAC-SHA256 tag under it, and a record read without a valid tag is
+	// rejected. Only authenticated hits are written to the local file (see
+	// Authenticated). MinMACKeySize to MaxMACKeySize bytes; New copies it.
+	// Empty means no key.
+	MACKey []byte
 }
 
 // Client is a cache.Remote backed by one Redis server. It is safe for
@@ -91,13 +97,15 @@ type Options struct {
 type Client struct {
 	opts      Options
 	ropts     *redis.Options
-	display   string // the URL without its password
-	maxRecord int    // largest record accepted, for the longest scope and key
-	tokenBase string // host:pid: names this process in lock tokens
+	display   string  // the URL without its password
+	maxRecord int     // largest record accepted, for the longest scope and key
+	mac       *macKey // nil: records are written without a MAC, read unauthenticated
+	tokenBase string  // host:pid: names this process in lock tokens
 
 	mu      sync.Mutex // guards starting and closing
 	rdb     atomic.Pointer[redis.Client]
 	closed  atomic.Bool
+	dead    atomic.Bool     // the writer loop panicked: the tier is off
 	ctx     context.Context // canceled by Close
 	cancel  context.CancelFunc
 	looping chan struct{} // closed when the writer loop returns
@@ -159,6 +167,17 @@ func New(opts Options) (*Client, error) {
 	case strings.ContainsAny(opts.Prefix, " \r\n"):
 		return nil, fmt.Errorf("%w: prefix %q contains white space", ErrOptions, opts.Prefix)
 	}
+	var mac *macKey
+	if len(opts.MACKey) > 0 {
+		if err := CheckMACKey(opts.MACKey); err != nil {
+			return nil, err
+		}
+		mac = newMACKey(opts.MACKey)
+		opts.MACKey = nil // the key lives in mac only
+	}
+	// A record with a MAC is accepted unauthenticated without a key, so the
+	// largest record has a tag either way.
+	maxRecord := headerSize + cache.MaxScopeSize + cache.MaxKeySize + opts.MaxValue + tagSize + trailerSize
 
 	// Every wait is bounded by one context deadline of opts.Timeout: no
 	// retries (they would multiply it), one dial attempt, and socket and
@@ -173,9 +192,10 @@ func New(opts Options) (*Client, error) {
 	if ro.PoolSize == 0 {
 		ro.PoolSize = 8
 	}
-	if ro.Protocol == 0 {
-		ro.Protocol = 2 // no HELLO round trip; any server and proxy speaks it
-	}
+	// RESP2, whatever the URL says: any server and proxy speaks it, and
+	// boundedConn checks its five reply types only.
+	ro.Protocol = 2
+	ro.Dialer = boundedDialer(redis.NewDialer(ro), replyLimitsFor(maxRecord))
 	ro.DisableIdentity = true // no CLIENT SETINFO on each new connection
 	ro.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	silenceLibraryLog()
@@ -185,7 +205,8 @@ func New(opts Options) (*Client, error) {
 		opts:      opts,
 		ropts:     ro,
 		display:   display,
-		maxRecord: headerSize + cache.MaxScopeSize + cache.MaxKeySize + opts.MaxValue + trailerSize,
+		maxRecord: maxRecord,
+		mac:       mac,
 		tokenBase: fmt.Sprintf("%s:%d", host, os.Getpid()),
 		looping:   make(chan struct{}),
 		q:         newQueue(opts.QueueEntries, opts.QueueBytes),
@@ -227,10 +248,16 @@ func parseURL(s string) (*redis.Options, string, error) {
 // String returns the server's URL without its password.
 func (r *Client) String() string { return r.display }
 
+// Authenticated reports whether the tier's hits are authenticated: with a
+// MAC key, a hit carries a valid tag, so only a holder of the key wrote it.
+// The engine writes authenticated hits to its local file and keeps others in
+// memory, for this process only.
+func (r *Client) Authenticated() bool { return r.mac != nil }
+
 // conn returns the client, starting it (and the writer loop) on first use,
-// or nil once closed.
+// or nil once closed or off.
 func (r *Client) conn() *redis.Client {
-	if r.closed.Load() {
+	if r.closed.Load() || r.dead.Load() {
 		return nil
 	}
 	if c := r.rdb.Load(); c != nil {
@@ -280,7 +307,7 @@ func (r *Client) Get(scope string, key []byte) ([]byte, bool) {
 		r.rejected.Add(1)
 		return nil, false
 	}
-	v, err := parseRecord(rec, scope, key, r.opts.MaxValue)
+	v, _, err := parseRecord(rec, scope, key, r.opts.MaxValue, r.mac)
 	if err != nil {
 		r.rejected.Add(1)
 		return nil, false
@@ -304,7 +331,7 @@ func (r *Client) Put(scope string, key, value []byte) {
 		r.dropped.Add(1)
 		return
 	}
-	rec := appendRecord(make([]byte, 0, recordSize(scope, key, value)), scope, key, value, time.Now().UnixMilli())
+	rec := appendRecord(make([]byte, 0, recordSize(scope, key, value, r.mac != nil)), scope, key, value, time.Now().UnixMilli(), r.mac)
 	if n := r.q.push(op{kind: opSet, key: entryKey(r.opts.Prefix, scope, key), rec: rec}); n > 0 {
 		r.dropped.Add(uint64(n))
 	}
@@ -368,6 +395,7 @@ func (r *Client) newToken() string {
 
 // renew extends a held lock until stop is closed or the client closes.
 func (r *Client) renew(c *redis.Client, lk, token string, stop <-chan struct{}) {
+	defer r.recoverGoroutine("lock renewal", false)
 	t := time.NewTicker(r.opts.LockTTL / 3)
 	defer t.Stop()
 	for {
@@ -377,6 +405,7 @@ func (r *Client) renew(c *redis.Client, lk, token string, stop <-chan struct{}) 
 		case <-r.ctx.Done():
 			return
 		case <-t.C:
+			callHook(&testHookRenew)
 			ctx, cancel := context.WithTimeout(r.ctx, r.opts.Timeout)
 			c.Eval(ctx, renewScript, []string{lk}, token, r.opts.LockTTL.Milliseconds())
 			cancel()

@@ -67,13 +67,19 @@ func find(t testing.TB, c *cache.Cache, k []byte) ([]byte, bool) {
 	return v, ok
 }
 
+// clusterKey is the record MAC key the cluster tests share.
+var clusterKey = []byte("the cluster's record key, 32 B.")
+
+func withKey(o *remote.Options) { o.MACKey = clusterKey }
+
 // One node's inserts reach another node, with its own file, as remote hits
-// that then live in its file; local hits never reach the network.
+// that then live in its file (they are authenticated: the nodes share a MAC
+// key); local hits never reach the network.
 func TestReadThroughWriteBehind(t *testing.T) {
 	srv := startRedis(t)
 	dir := t.TempDir()
-	ra, warnA := newRemote(t, srv.url(), nil)
-	rb, _ := newRemote(t, srv.url(), nil)
+	ra, warnA := newRemote(t, srv.url(), withKey)
+	rb, _ := newRemote(t, srv.url(), withKey)
 	a := openCache(t, filepath.Join(dir, "a.ccdb"), ra, cache.ModeReadWrite)
 	b := openCache(t, filepath.Join(dir, "b.ccdb"), rb, cache.ModeReadWrite)
 	for i := 0; i < 300; i++ {

@@ -33,6 +33,39 @@ func Remote(o remote.Options) remote.Options {
 	return o
 }
 
+// RemoteMACKey returns the record MAC key for the remote tier: the key in
+// the file that CONVCACHE_REMOTE_KEY_FILE names (read as
+// remote.ReadMACKeyFile reads it), or CONVCACHE_REMOTE_KEY itself, without
+// white space at its end. Neither set: nil and true. A key asked for that
+// cannot be used (both variables set, a file refused, a key out of bounds)
+// prints one warning, which never shows the key, and returns false: the
+// caller must then go without the tier, since a tier without the key would
+// trust the records the key was meant to check.
+func RemoteMACKey() ([]byte, bool) {
+	path := strings.TrimSpace(getenv("CONVCACHE_REMOTE_KEY_FILE"))
+	inline := strings.TrimRight(getenv("CONVCACHE_REMOTE_KEY"), " \t\r\n")
+	const def = "the local cache only"
+	switch {
+	case path != "" && inline != "":
+		warn("CONVCACHE_REMOTE_KEY", "(hidden)", "CONVCACHE_REMOTE_KEY_FILE is set too; set one of them", def)
+		return nil, false
+	case path != "":
+		key, err := remote.ReadMACKeyFile(path)
+		if err != nil {
+			warn("CONVCACHE_REMOTE_KEY_FILE", path, strings.TrimPrefix(err.Error(), "remote: "), def)
+			return nil, false
+		}
+		return key, true
+	case inline != "":
+		if err := remote.CheckMACKey([]byte(inline)); err != nil {
+			warn("CONVCACHE_REMOTE_KEY", "(hidden)", strings.TrimPrefix(err.Error(), "remote: "), def)
+			return nil, false
+		}
+		return []byte(inline), true
+	}
+	return nil, true
+}
+
 // RemoteTTL parses CONVCACHE_REMOTE_TTL: seconds, or a number with an s, m,
 // h or d suffix (30d, 12h); 0, empty or unset means no TTL.
 func RemoteTTL() time.Duration {

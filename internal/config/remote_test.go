@@ -2,6 +2,8 @@ package config
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -83,6 +85,52 @@ func TestWarnRemoteHidesPassword(t *testing.T) {
 		if out := w.String(); strings.Contains(out, "hunter2") || strings.Count(out, "\n") != 1 ||
 			!strings.Contains(out, "CONVCACHE_REMOTE") || !strings.Contains(out, "local cache only") {
 			t.Fatalf("%q: warning %q", u, out)
+		}
+	}
+}
+
+// The MAC key comes from a file or a variable, never both; a key that
+// cannot be used is a warning (that never shows it) and no tier.
+func TestRemoteMACKey(t *testing.T) {
+	dir := t.TempDir()
+	const secret = "sixteen or more bytes of key"
+	file := func(name, content string, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), mode); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(p, mode)
+		return p
+	}
+	good := file("key", secret+"\n", 0o600)
+	for _, tc := range []struct {
+		name    string
+		env     map[string]string
+		key     string
+		ok      bool
+		warning string
+	}{
+		{"none", nil, "", true, ""},
+		{"empty", map[string]string{"CONVCACHE_REMOTE_KEY": "", "CONVCACHE_REMOTE_KEY_FILE": " "}, "", true, ""},
+		{"file", map[string]string{"CONVCACHE_REMOTE_KEY_FILE": good}, secret, true, ""},
+		{"variable", map[string]string{"CONVCACHE_REMOTE_KEY": secret + "\n"}, secret, true, ""},
+		{"both", map[string]string{"CONVCACHE_REMOTE_KEY": secret, "CONVCACHE_REMOTE_KEY_FILE": good}, "", false, "set one of them"},
+		{"short variable", map[string]string{"CONVCACHE_REMOTE_KEY": "hunter2"}, "", false, "the key is 7 bytes"},
+		{"world-readable file", map[string]string{"CONVCACHE_REMOTE_KEY_FILE": file("open", secret, 0o644)}, "", false, "mode 0644"},
+		{"missing file", map[string]string{"CONVCACHE_REMOTE_KEY_FILE": filepath.Join(dir, "nope")}, "", false, "no such file"},
+	} {
+		w := withEnv(t, tc.env)
+		key, ok := RemoteMACKey()
+		if string(key) != tc.key || ok != tc.ok {
+			t.Errorf("%s: %q %v, want %q %v", tc.name, key, ok, tc.key, tc.ok)
+		}
+		out := w.String()
+		if tc.warning == "" && out != "" || tc.warning != "" && (!strings.Contains(out, tc.warning) ||
+			strings.Count(out, "\n") != 1 || !strings.Contains(out, "local cache only")) {
+			t.Errorf("%s: warning %q, want %q", tc.name, out, tc.warning)
+		}
+		if strings.Contains(out, "hunter2") || strings.Contains(out, secret) {
+			t.Errorf("%s: the warning shows the key: %q", tc.name, out)
 		}
 	}
 }

@@ -14,7 +14,7 @@
 // Each scenario runs with the server on loopback and behind a proxy that
 // adds a round-trip delay (-rtt), as a data-centre network would.
 //
-// Usage: clusterbench [-shapes 200] [-bench-ms 20] [-rtt 1ms] [-url redis://...]
+// Usage: clusterbench [-shapes 200] [-bench-ms 20] [-rtt 1ms] [-mac=true] [-url redis://...]
 package main
 
 import (
@@ -48,7 +48,16 @@ var (
 	serverBin = flag.String("redis-server", "", "the redis-server binary (default: found on PATH)")
 	hits      = flag.Int("hits", 2_000_000, "lookups per local-hit measurement")
 	timeout   = flag.Duration("timeout", remote.DefaultTimeout, "the tier's deadline")
+	withMAC   = flag.Bool("mac", true, "the nodes share a record MAC key, as a cluster should (false: none, so remote hits stay in memory)")
 )
+
+// macKey is the nodes' shared record MAC key (with -mac).
+func macKey() []byte {
+	if *withMAC {
+		return []byte("clusterbench's record key, 32 B")
+	}
+	return nil
+}
 
 const nodes = 4
 
@@ -178,7 +187,7 @@ func builder(i int) cache.BuildFunc {
 // node selects algorithms for every shape, as a framework's first
 // iteration does, and reports the time it took.
 func node(path, url string, start <-chan struct{}) (nodeResult, error) {
-	r, err := remote.New(remote.Options{URL: url, Timeout: *timeout})
+	r, err := remote.New(remote.Options{URL: url, Timeout: *timeout, MACKey: macKey()})
 	if err != nil {
 		return nodeResult{}, err
 	}
@@ -258,7 +267,7 @@ func localHits(dir, url string, admin *redis.Client) error {
 		var opts cache.Options
 		opts.Scope = "s"
 		if withTier {
-			r, err := remote.New(remote.Options{URL: url, Timeout: *timeout})
+			r, err := remote.New(remote.Options{URL: url, Timeout: *timeout, MACKey: macKey()})
 			if err != nil {
 				return 0, 0, err
 			}
