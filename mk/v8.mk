@@ -1,0 +1,63 @@
+# PyTorch's default convolution path: cuDNN backend-API engine choices
+# (issue 15). libconvcache_engine (cudnn/engine, include/convcache_engine.h)
+# records and rebuilds them; include/convcache_v8.hpp is the drop-in for
+# PyTorch's v8 BenchmarkCache; bench/gpu/v8_check.c proves it on a GPU.
+#
+#   make                    also builds build/libconvcache_engine.{a,so}
+#   make v8-test            the tests against the stand-in cuDNN (no GPU)
+#   make cudnn-headers      fetch NVIDIA's cuDNN 9 and CUDA headers into build/
+#   make v8-real-headers    compile the engine code, the drop-in, the example
+#                           and the GPU check against them with -Werror
+#   make gpu-check-v8       the GPU check (STANDIN=1: on the CPU, stand-in cuDNN);
+#                           needs no Go: a build/ made elsewhere will do
+#   make bench-v8           the time spent choosing, run 1 vs run 2, on the stand-in
+
+ENGINE_SRC := $(wildcard cudnn/engine/*.c)
+ENGINE_HDR := cudnn/engine/engine.h cudnn/engine/backend_api.h include/convcache_engine.h
+ENGINE_OBJ := $(patsubst cudnn/engine/%.c,$(BUILD)/engine/%.o,$(ENGINE_SRC))
+ENGINE_A   := $(BUILD)/libconvcache_engine.a
+ENGINE_SO  := $(BUILD)/libconvcache_engine.so.1
+V8_DIR     := $(BUILD)/tests/v8
+V8_INC     := -Iinclude -Icudnn/engine -Ibench/gpu -Itests/preload
+# A program that calls the stand-in cuDNN directly, as PyTorch calls cuDNN.
+V8_STANDIN_LINK := -L$(STANDIN_DIR) -l:libcudnn.so.9 -l:libcuda.so.1 -Wl,-rpath,$(ABS_BUILD)/tests/preload -ldl -lpthread
+
+ALL_TARGETS     += $(ENGINE_A) $(ENGINE_SO)
+TEST_TARGETS    += v8-test v8-real-headers gpu-check-v8-standin
+INSTALL_TARGETS += install-engine
+CLEAN_FILES     +=
+
+$(BUILD)/engine/%.o: cudnn/engine/%.c $(ENGINE_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -fPIC -Iinclude -Icudnn/engine -c -o $@ $<
+
+$(ENGINE_A): $(ENGINE_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+# Only convcache_engine_* is exported; no libcudnn in its NEEDED list.
+$(ENGINE_SO): $(ENGINE_OBJ) cudnn/engine/exports.map
+	$(CC) $(CFLAGS) -shared -Wl,-soname,libconvcache_engine.so.1 \
+	  -Wl,--version-script=cudnn/engine/exports.map -o $@ $(ENGINE_OBJ) -ldl -lpthread
+	ln -sf libconvcache_engine.so.1 $(BUILD)/libconvcache_engine.so
+	@if readelf -d $@ | grep -q 'libcudnn'; then echo "$@ links cuDNN" >&2; rm -f $@; exit 1; fi
+
+install-engine: $(ENGINE_A) $(ENGINE_SO)
+	install -d $(DESTDIR)$(LIBDIR)
+	install -m 0644 $(ENGINE_A) $(DESTDIR)$(LIBDIR)/
+	install -m 0755 $(ENGINE_SO) $(DESTDIR)$(LIBDIR)/
+	ln -sf libconvcache_engine.so.1 $(DESTDIR)$(LIBDIR)/libconvcache_engine.so
+
+# ---- tests against the stand-in ---------------------------------------------
+
+V8_TEST_HDRS := tests/v8/choose.h bench/gpu/conv_graph.h tests/check.h $(ENGINE_HDR) tests/preload/standin_backend.h
+
+$(V8_DIR)/test_engine $(V8_DIR)/test_shared: $(V8_DIR)/%: tests/v8/%.c $(V8_TEST_HDRS) $(ENGINE_A) $(LIB) $(STANDINS) $(BUILD)/include/.stamp
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(V8_INC) -o $@ $< $(ENGINE_A) $(V8_STANDIN_LINK) $(LINK_CC)
+
+.PHONY: v8-test install-engine
+v8-test: $(V8_DIR)/test_engine $(V8_DIR)/test_shared
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; e="$(CXX_CLEAN_ENV) TMPDIR=$$tmp"; \
+	echo "== v8: record and rebuild (tests/v8/test_engine.c)"; $$e $(V8_DIR)/test_engine; \
+	echo "== v8: 2 processes x 4 threads share one file (tests/v8/test_shared.c)"; $$e $(V8_DIR)/test_shared
