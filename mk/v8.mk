@@ -61,3 +61,27 @@ v8-test: $(V8_DIR)/test_engine $(V8_DIR)/test_shared
 	@set -e; tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; e="$(CXX_CLEAN_ENV) TMPDIR=$$tmp"; \
 	echo "== v8: record and rebuild (tests/v8/test_engine.c)"; $$e $(V8_DIR)/test_engine; \
 	echo "== v8: 2 processes x 4 threads share one file (tests/v8/test_shared.c)"; $$e $(V8_DIR)/test_shared
+
+# ---- NVIDIA's real headers --------------------------------------------------
+# cudnn-headers fetches them (cached: see tests/v8/cudnn_headers.sh) for any
+# target that checks code against them; v8-real-headers compiles the engine
+# code, the stand-in's backend functions, the drop-in with the example, and
+# the GPU check against them with -Werror: with CONVCACHE_REAL_CUDNN,
+# cudnn/engine/backend_api.h takes every name from <cudnn.h> and asserts
+# each value and function type it would otherwise define.
+
+CUDNN_HEADERS   := $(BUILD)/cudnn-headers
+CUDNN_REAL_INC  := -DCONVCACHE_REAL_CUDNN -I$(CUDNN_HEADERS)/cudnn/include -I$(CUDNN_HEADERS)/cuda/include
+V8_REAL_C       := $(ENGINE_SRC) tests/preload/standin_backend.c tests/preload/standin_schema.c \
+                   tests/preload/standin_engines.c $(wildcard bench/gpu/v8_check.c tests/v8/test_engine.c)
+V8_REAL_CXX     := $(wildcard examples/pytorch/conv_v8.cpp tests/v8/test_v8.cpp)
+
+.PHONY: cudnn-headers v8-real-headers
+cudnn-headers:
+	@sh tests/v8/cudnn_headers.sh $(CUDNN_HEADERS)
+
+v8-real-headers: cudnn-headers
+	@set -e; for f in $(V8_REAL_C); do echo "== $$f against cuDNN's headers"; \
+	  $(CC) $(CFLAGS) $(CUDNN_REAL_INC) $(V8_INC) -fsyntax-only $$f; done; \
+	for f in $(V8_REAL_CXX); do echo "== $$f against cuDNN's headers"; \
+	  $(CXX) $(CXXFLAGS) $(CUDNN_REAL_INC) $(V8_INC) -Iexamples/pytorch -fsyntax-only $$f; done

@@ -231,7 +231,7 @@ cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const p, cudnnBa
     }
     const struct attr *a = sb_attr(d, name);
     int64_t have = a ? a->count : 0;
-    if (a && a->type != type) goto out; /* FLOAT set, DOUBLE asked */
+    if (a && a->type != (int)type) goto out; /* FLOAT set, DOUBLE asked */
     if (requested == 0) {
         *count = have;
         st = CUDNN_STATUS_SUCCESS;
