@@ -57,10 +57,21 @@ $(V8_DIR)/test_engine $(V8_DIR)/test_shared: $(V8_DIR)/%: tests/v8/%.c $(V8_TEST
 	$(CC) $(CFLAGS) $(V8_INC) -o $@ $< $(ENGINE_A) $(V8_STANDIN_LINK) $(LINK_CC)
 
 .PHONY: v8-test install-engine
-v8-test: $(V8_DIR)/test_engine $(V8_DIR)/test_shared
+# The example runs as `make test` runs the v7 one: its last line shown, all
+# of it when it fails. The stand-in driver and cuDNN give it a device scope.
+v8-test: $(V8_DIR)/test_engine $(V8_DIR)/test_shared $(V8_DIR)/test_v8 $(EX_DIR)/pytorch_conv_v8
 	@set -e; tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; e="$(CXX_CLEAN_ENV) TMPDIR=$$tmp"; \
-	echo "== v8: record and rebuild (tests/v8/test_engine.c)"; $$e $(V8_DIR)/test_engine; \
-	echo "== v8: 2 processes x 4 threads share one file (tests/v8/test_shared.c)"; $$e $(V8_DIR)/test_shared
+	last() { "$$@" > $$tmp/out 2>&1 || { cat $$tmp/out >&2; echo "failed: $$*" >&2; exit 1; }; tail -1 $$tmp/out; }; \
+	echo "== v8: record and rebuild (tests/v8/test_engine.c)"; last $$e $(V8_DIR)/test_engine; \
+	echo "== v8: 2 processes x 4 threads share one file (tests/v8/test_shared.c)"; last $$e $(V8_DIR)/test_shared; \
+	echo "== v8: the drop-in (tests/v8/test_v8.cpp)"; last $$e $(V8_DIR)/test_v8; \
+	echo "== examples/pytorch/conv_v8: a cold process benchmarks, a warm one (1 and 4 threads) rebuilds"; \
+	g="CONVCACHE_PATH=$$tmp/ex.ccdb CONVCACHE_CUDA_LIBRARY=$(ABS_BUILD)/tests/preload/libcuda.so.1 \
+	   CONVCACHE_CUDNN_LIBRARY=$(ABS_BUILD)/tests/preload/libcudnn.so.9"; \
+	last $$e $$g $(EX_DIR)/pytorch_conv_v8 --expect cold; \
+	grep -q 'scope "cc1;gpu=Standin GPU 0' $$tmp/out || { cat $$tmp/out >&2; echo "conv_v8: not the device's scope" >&2; exit 1; }; \
+	last $$e $$g $(EX_DIR)/pytorch_conv_v8 --expect warm; \
+	last $$e $$g $(EX_DIR)/pytorch_conv_v8 --expect warm --threads 4
 
 # ---- NVIDIA's real headers --------------------------------------------------
 # cudnn-headers fetches them (cached: see tests/v8/cudnn_headers.sh) for any
@@ -85,3 +96,15 @@ v8-real-headers: cudnn-headers
 	  $(CC) $(CFLAGS) $(CUDNN_REAL_INC) $(V8_INC) -fsyntax-only $$f; done; \
 	for f in $(V8_REAL_CXX); do echo "== $$f against cuDNN's headers"; \
 	  $(CXX) $(CXXFLAGS) $(CUDNN_REAL_INC) $(V8_INC) -Iexamples/pytorch -fsyntax-only $$f; done
+
+# ---- the drop-in and the example ---------------------------------------------
+
+$(EX_DIR)/pytorch_conv_v8: examples/pytorch/conv_v8.cpp include/convcache_v8.hpp bench/gpu/conv_graph.h \
+  $(ENGINE_A) $(LIB) $(STANDINS) $(BUILD)/include/.stamp
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS) $(V8_INC) -o $@ $< $(ENGINE_A) $(V8_STANDIN_LINK) $(LINK_CC)
+
+$(V8_DIR)/test_v8: tests/v8/test_v8.cpp include/convcache_v8.hpp bench/gpu/conv_graph.h tests/cpp/check.hpp \
+  $(ENGINE_A) $(LIB) $(STANDINS) $(BUILD)/include/.stamp
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS) $(V8_INC) -o $@ $< $(ENGINE_A) $(V8_STANDIN_LINK) $(LINK_CC)

@@ -39,7 +39,7 @@ struct cg_api {
 /* cg_api_load opens $CONVCACHE_CUDNN_LIBRARY, else libcudnn.so.9 (global,
  * so that libconvcache_engine finds the same copy). Returns 0 or -1 with
  * why filled. */
-static int cg_api_load(struct cg_api *a, char *why, size_t cap) {
+static inline int cg_api_load(struct cg_api *a, char *why, size_t cap) {
     const char *path = getenv("CONVCACHE_CUDNN_LIBRARY");
     if (!path || !*path) path = "libcudnn.so.9";
     void *h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
@@ -74,12 +74,12 @@ struct cg_conv {
     int64_t n, c, h, w, k, r, s, pad, stride;
 };
 
-static int64_t cg_out(int64_t in, int64_t k, int64_t pad, int64_t stride) {
+static inline int64_t cg_out(int64_t in, int64_t k, int64_t pad, int64_t stride) {
     return (in + 2 * pad - k) / stride + 1;
 }
 
 /* cg_bytes: the bytes of x, w and y (float). */
-static void cg_bytes(const struct cg_conv *cv, size_t *x, size_t *w, size_t *y) {
+static inline void cg_bytes(const struct cg_conv *cv, size_t *x, size_t *w, size_t *y) {
     *x = (size_t)(cv->n * cv->c * cv->h * cv->w) * 4;
     *w = (size_t)(cv->k * cv->c * cv->r * cv->s) * 4;
     *y = (size_t)(cv->n * cv->k * cg_out(cv->h, cv->r, cv->pad, cv->stride) *
@@ -91,7 +91,7 @@ struct cg_graph {
     cudnnBackendDescriptor_t t[3], conv, op, graph;
 };
 
-static void cg_graph_free(const struct cg_api *a, struct cg_graph *g) {
+static inline void cg_graph_free(const struct cg_api *a, struct cg_graph *g) {
     cudnnBackendDescriptor_t *all[] = {&g->graph, &g->op, &g->conv, &g->t[0], &g->t[1], &g->t[2]};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (*all[i]) a->destroy(*all[i]), *all[i] = NULL;
@@ -103,7 +103,7 @@ static void cg_graph_free(const struct cg_api *a, struct cg_graph *g) {
         if (st_ != CUDNN_STATUS_SUCCESS) return st_;  \
     } while (0)
 
-static cudnnStatus_t cg_tensor(const struct cg_api *a, cudnnBackendDescriptor_t *t, int64_t uid,
+static inline cudnnStatus_t cg_tensor(const struct cg_api *a, cudnnBackendDescriptor_t *t, int64_t uid,
                                int64_t d0, int64_t d1, int64_t d2, int64_t d3) {
     int64_t dims[4] = {d0, d1, d2, d3};
     int64_t strides[4] = {d1 * d2 * d3, d2 * d3, d3, 1};
@@ -120,7 +120,7 @@ static cudnnStatus_t cg_tensor(const struct cg_api *a, cudnnBackendDescriptor_t 
 
 /* cg_build makes the finalized operation graph of cv; on failure g holds
  * what was made (cg_graph_free it either way). */
-static cudnnStatus_t cg_build(const struct cg_api *a, cudnnHandle_t handle, const struct cg_conv *cv,
+static inline cudnnStatus_t cg_build(const struct cg_api *a, cudnnHandle_t handle, const struct cg_conv *cv,
                               struct cg_graph *g) {
     memset(g, 0, sizeof *g);
     int64_t p = cg_out(cv->h, cv->r, cv->pad, cv->stride), q = cg_out(cv->w, cv->s, cv->pad, cv->stride);
@@ -178,7 +178,7 @@ static cudnnStatus_t cg_build(const struct cg_api *a, cudnnHandle_t handle, cons
 
 /* cg_heuristics fills cfgs (up to cap, created here: destroy each) with
  * the engine configs of heuristics mode `mode`; *n is how many. */
-static cudnnStatus_t cg_heuristics(const struct cg_api *a, cudnnBackendDescriptor_t graph, int mode,
+static inline cudnnStatus_t cg_heuristics(const struct cg_api *a, cudnnBackendDescriptor_t graph, int mode,
                                    cudnnBackendDescriptor_t *cfgs, int cap, int *n) {
     cudnnBackendDescriptor_t heur = NULL;
     cudnnBackendHeurMode_t m = (cudnnBackendHeurMode_t)mode;
@@ -208,7 +208,7 @@ static cudnnStatus_t cg_heuristics(const struct cg_api *a, cudnnBackendDescripto
 }
 
 /* cg_plan finalizes a plan from an engine config. */
-static cudnnStatus_t cg_plan(const struct cg_api *a, cudnnHandle_t handle, cudnnBackendDescriptor_t cfg,
+static inline cudnnStatus_t cg_plan(const struct cg_api *a, cudnnHandle_t handle, cudnnBackendDescriptor_t cfg,
                              cudnnBackendDescriptor_t *plan) {
     *plan = NULL;
     cudnnStatus_t st = a->create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, plan);
@@ -219,14 +219,14 @@ static cudnnStatus_t cg_plan(const struct cg_api *a, cudnnHandle_t handle, cudnn
     return st;
 }
 
-static int64_t cg_workspace(const struct cg_api *a, cudnnBackendDescriptor_t plan) {
+static inline int64_t cg_workspace(const struct cg_api *a, cudnnBackendDescriptor_t plan) {
     int64_t ws = -1, n = 0;
     if (a->get(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &ws) || n != 1) return -1;
     return ws;
 }
 
 /* cg_execute runs plan on device pointers x, w, y with a workspace. */
-static cudnnStatus_t cg_execute(const struct cg_api *a, cudnnHandle_t handle, cudnnBackendDescriptor_t plan,
+static inline cudnnStatus_t cg_execute(const struct cg_api *a, cudnnHandle_t handle, cudnnBackendDescriptor_t plan,
                                 void *x, void *w, void *y, void *workspace) {
     cudnnBackendDescriptor_t pack = NULL;
     void *ptrs[3] = {x, w, y};
