@@ -108,3 +108,50 @@ $(V8_DIR)/test_v8: tests/v8/test_v8.cpp include/convcache_v8.hpp bench/gpu/conv_
   $(ENGINE_A) $(LIB) $(STANDINS) $(BUILD)/include/.stamp
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) $(V8_INC) -o $@ $< $(ENGINE_A) $(V8_STANDIN_LINK) $(LINK_CC)
+
+# ---- the GPU check (bench/gpu/v8_check.c) ------------------------------------
+# It needs gcc, build/libconvcache.so and NVIDIA's libraries (or the
+# stand-ins, which it builds with gcc alone): no Go. On a machine with Go,
+# make builds the library first; on the GPU machine, copy build/ over.
+#
+#   make gpu-check-v8              real GPU: cuDNN from $CONVCACHE_CUDNN_LIBRARY,
+#                                  else the nvidia-cudnn wheel python3 finds,
+#                                  else libcudnn.so.9 on the loader's path
+#   make gpu-check-v8 STANDIN=1    the same program on the CPU, stand-in cuDNN
+# The table is printed and written to build/bench/gpu/v8_results.md.
+
+V8_CHECK       := $(BUILD)/bench/gpu/v8_check
+V8_CHECK_OUT   := $(BUILD)/bench/gpu
+V8_CHECK_DEPS  := $(if $(shell command -v $(GO) 2>/dev/null),$(LIB))
+ifeq ($(STANDIN),1)
+V8_CHECK_FLAGS ?= --batch 1 --sizes 128,96,64
+V8_CHECK_ENV   := CONVCACHE_CUDA_LIBRARY=$(ABS_BUILD)/tests/preload/libcuda.so.1 \
+                  CONVCACHE_CUDNN_LIBRARY=$(ABS_BUILD)/tests/preload/libcudnn.so.9 STANDIN_EXEC_US=200
+V8_CHECK_LABEL := stand-in cuDNN on the CPU (tests/preload), not a GPU
+V8_CHECK_NEEDS := $(STANDINS)
+else
+V8_CHECK_FLAGS ?= --batch 16 --sizes 224,192,160
+V8_CUDNN_WHEEL  = $(shell python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib", "libcudnn.so.9"))' 2>/dev/null)
+V8_CHECK_ENV    = $(if $(CONVCACHE_CUDNN_LIBRARY),,$(if $(V8_CUDNN_WHEEL),CONVCACHE_CUDNN_LIBRARY=$(V8_CUDNN_WHEEL)))
+V8_CHECK_LABEL := real GPU
+V8_CHECK_NEEDS :=
+endif
+
+$(V8_CHECK): bench/gpu/v8_check.c bench/gpu/conv_graph.h bench/gpu/cuda_driver.h $(ENGINE_SRC) $(ENGINE_HDR) \
+  include/convcache.h $(V8_CHECK_DEPS)
+	@mkdir -p $(@D)
+	@test -e $(BUILD)/libconvcache.so || { echo "$(BUILD)/libconvcache.so is missing: run make on a machine with Go, then copy $(BUILD)/ here" >&2; exit 1; }
+	$(CC) $(CFLAGS) $(V8_INC) -o $@ bench/gpu/v8_check.c $(ENGINE_SRC) -L$(BUILD) -lconvcache \
+	  -Wl,-rpath,'$$ORIGIN/../..' -ldl -lpthread
+
+.PHONY: gpu-check-v8 gpu-check-v8-standin
+gpu-check-v8: $(V8_CHECK) $(V8_CHECK_NEEDS)
+	@set -e; mkdir -p $(V8_CHECK_OUT); tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	e="$(CXX_CLEAN_ENV) TMPDIR=$$tmp $(V8_CHECK_ENV)"; \
+	$$e $(V8_CHECK) --run 1 --cache $$tmp/v8.ccdb --report $$tmp/run1.txt $(V8_CHECK_FLAGS); \
+	$$e $(V8_CHECK) --run 2 --cache $$tmp/v8.ccdb --report $$tmp/run2.txt --compare $$tmp/run1.txt \
+	  $(V8_CHECK_FLAGS) --label "$(V8_CHECK_LABEL)" > $$tmp/table.md || { cat $$tmp/table.md; exit 1; }; \
+	cp $$tmp/table.md $(V8_CHECK_OUT)/v8_results.md; cat $$tmp/table.md
+
+gpu-check-v8-standin:
+	@$(MAKE) --no-print-directory gpu-check-v8 STANDIN=1

@@ -39,6 +39,7 @@
     X(CUDNN_KNOB_TYPE_STAGES, 14)                                 \
     X(CUDNN_KNOB_TYPE_SPLIT_K_SLC, 17)                            \
     X(CUDNN_KNOB_TYPE_COUNTS, 46)                                 \
+    X(CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC, 4)                   \
     X(CUDNN_TYPE_HANDLE, 0)                                       \
     X(CUDNN_TYPE_DATA_TYPE, 1)                                    \
     X(CUDNN_TYPE_BOOLEAN, 2)                                      \

@@ -1,5 +1,6 @@
 /* The record's rules: check, seal, compare, format, and the error names. */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -12,13 +13,22 @@ _Static_assert(offsetof(convcache_engine_choice, crc) == 28, "layout");
 _Static_assert(offsetof(convcache_engine_choice, knobs) == 32, "layout");
 _Static_assert(sizeof(convcache_engine_knob) == 16, "layout");
 
+static uint32_t crc_table[256];
+static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+
+static void crc_init(void) {
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
+        crc_table[i] = c;
+    }
+}
+
 uint32_t cce_crc32(const void *p, size_t n) {
+    pthread_once(&crc_once, crc_init);
     const unsigned char *b = p;
     uint32_t c = 0xFFFFFFFFu;
-    for (size_t i = 0; i < n; i++) {
-        c ^= b[i];
-        for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
-    }
+    for (size_t i = 0; i < n; i++) c = crc_table[(c ^ b[i]) & 0xFFu] ^ (c >> 8);
     return ~c;
 }
 
