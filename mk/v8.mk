@@ -155,3 +155,20 @@ gpu-check-v8: $(V8_CHECK) $(V8_CHECK_NEEDS)
 
 gpu-check-v8-standin:
 	@$(MAKE) --no-print-directory gpu-check-v8 STANDIN=1
+
+# ---- the benchmark row (make bench) ------------------------------------------
+# bench/runner runs v8_check on the stand-in: 40 problems, each engine
+# config's benchmark sleeping 20 ms in all; run 2's time choosing must be
+# <= 1% of run 1's. bench-v8 runs the same pair once, alone.
+BENCH_V8 := $(V8_CHECK):$(ABS_BUILD)/tests/preload
+bench-table: $(V8_CHECK) $(STANDINS)
+
+.PHONY: bench-v8
+bench-v8: $(V8_CHECK) $(STANDINS)
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	e="$(CXX_CLEAN_ENV) TMPDIR=$$tmp CONVCACHE_CUDA_LIBRARY=$(ABS_BUILD)/tests/preload/libcuda.so.1 \
+	   CONVCACHE_CUDNN_LIBRARY=$(ABS_BUILD)/tests/preload/libcudnn.so.9 STANDIN_EXEC_US=5000"; \
+	f="--batch 1 --sizes 64 --limit 40 --cache $$tmp/v8.ccdb"; \
+	$$e $(V8_CHECK) --run 1 --report $$tmp/r1 $$f; \
+	$$e $(V8_CHECK) --run 2 --report $$tmp/r2 --compare $$tmp/r1 $$f --label "bench-v8, stand-in" | grep '^| all'; \
+	awk -F= '/^choosing_ms=/ { v[FILENAME] = $$2 } END { printf "bench-v8: run 1 %.1f ms, run 2 %.2f ms choosing: %.3f%%\n", v[ARGV[1]], v[ARGV[2]], 100 * v[ARGV[2]] / v[ARGV[1]] }' $$tmp/r1 $$tmp/r2

@@ -36,6 +36,7 @@ struct attr_rule {
 /* Counters for tests (standin_backend_get_stats, exported). */
 struct standin_backend_stats {
     unsigned long long plans, heuristics, executes;
+    unsigned long long foreign; /* pointers passed that are not live descriptors */
 };
 void standin_backend_get_stats(struct standin_backend_stats *out);
 

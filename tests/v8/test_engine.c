@@ -69,6 +69,8 @@ static void test_crc_known_answer(void) {
 /* Every heuristic config of every operation: plan -> record -> plan gives
  * the same engine, knobs, workspace and output bytes. */
 static void test_round_trip(void) {
+    struct standin_backend_stats s0, s1;
+    standin_backend_get_stats(&s0);
     int total = 0;
     for (size_t i = 0; i < sizeof convs / sizeof convs[0]; i++) {
         struct cg_graph g;
@@ -101,6 +103,8 @@ static void test_round_trip(void) {
         cg_graph_free(&api, &g);
     }
     CHECK(total >= 10);
+    standin_backend_get_stats(&s1);
+    CHECK(s1.foreign == s0.foreign); /* only descriptors it made or was given */
     /* Different engines really give different outputs (else bit-identity
      * would prove nothing). */
     struct cg_graph g;
@@ -180,6 +184,14 @@ static void test_engines_and_knobs(void) {
     CHECK(try_build(&ok, &convs[0], NULL) == CONVCACHE_ENGINE_E_MISMATCH);
     unsetenv("STANDIN_SUBSTITUTE");
     CHECK(try_build(&ok, &convs[0], NULL) == 0);
+    /* A library whose element counts cannot be trusted: a clean error,
+     * never a descriptor read that was not made. */
+    standin_backend_get_stats(&s0);
+    setenv("STANDIN_LIE", "count", 1);
+    CHECK(try_build(&ok, &convs[0], &status) == CONVCACHE_ENGINE_E_CUDNN && status == CUDNN_STATUS_BAD_PARAM);
+    unsetenv("STANDIN_LIE");
+    standin_backend_get_stats(&s1);
+    CHECK(s1.foreign == s0.foreign);
     standin_backend_get_stats(&s1);
     CHECK(s1.plans > s0.plans);
     /* Bad arguments. */
