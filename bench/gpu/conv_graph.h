@@ -171,7 +171,9 @@ static inline cudnnStatus_t cg_build(const struct cg_api *a, cudnnHandle_t handl
     CG_TRY(a->set(g->op, ya, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &g->t[2]));
     CG_TRY(a->finalize(g->op));
     CG_TRY(a->create(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &g->graph));
-    CG_TRY(a->set(g->graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle));
+    /* Deprecated in cuDNN 9.x headers, required before: set it, and go on
+     * if a newer cuDNN refuses it. */
+    (void)a->set(g->graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
     CG_TRY(a->set(g->graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &g->op));
     return a->finalize(g->graph);
 }
@@ -212,7 +214,7 @@ static inline cudnnStatus_t cg_plan(const struct cg_api *a, cudnnHandle_t handle
                              cudnnBackendDescriptor_t *plan) {
     *plan = NULL;
     cudnnStatus_t st = a->create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, plan);
-    if (!st) st = a->set(*plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
+    if (!st) (void)a->set(*plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle); /* see cg_build */
     if (!st) st = a->set(*plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg);
     if (!st) st = a->finalize(*plan);
     if (st && *plan) a->destroy(*plan), *plan = NULL;

@@ -253,8 +253,11 @@ int convcache_engine_build_plan(const convcache_engine_choice *choice, void *han
         rc = fail(status, st, CONVCACHE_ENGINE_E_FINALIZE);
         goto out;
     }
+    /* The plan's handle attribute is required before cuDNN 9 and marked
+     * deprecated in 9.x headers (the handle comes with cudnnBackendExecute):
+     * set it, and go on if a newer cuDNN refuses it. */
     if ((st = make(&s, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, 1, &plan)) ||
-        (st = api->set(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &h)) ||
+        ((void)api->set(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &h), 0) ||
         (st = api->set(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg))) {
         rc = fail(status, st, CONVCACHE_ENGINE_E_CUDNN);
         goto out;
