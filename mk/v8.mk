@@ -126,7 +126,7 @@ V8_CHECK_DEPS  := $(if $(shell command -v $(GO) 2>/dev/null),$(LIB))
 ifeq ($(STANDIN),1)
 V8_CHECK_FLAGS ?= --batch 1 --sizes 128,96,64
 V8_CHECK_ENV   := CONVCACHE_CUDA_LIBRARY=$(ABS_BUILD)/tests/preload/libcuda.so.1 \
-                  CONVCACHE_CUDNN_LIBRARY=$(ABS_BUILD)/tests/preload/libcudnn.so.9 STANDIN_EXEC_US=200
+                  CONVCACHE_CUDNN_LIBRARY=$(ABS_BUILD)/tests/preload/libcudnn.so.9 STANDIN_EXEC_US=100
 V8_CHECK_LABEL := stand-in cuDNN on the CPU (tests/preload), not a GPU
 V8_CHECK_NEEDS := $(STANDINS)
 else
