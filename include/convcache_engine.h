@@ -156,8 +156,8 @@ int convcache_engine_build_plan(const convcache_engine_choice *choice, void *han
  * cudnnBackendDescriptor_t, owned by p), or NULL for a NULL p. */
 void *convcache_engine_plan_descriptor(const convcache_engine_plan *p);
 
-/* convcache_engine_plan_choice - the choice p was built from (sealed), or
- * NULL for a NULL p. */
+/* convcache_engine_plan_choice - the choice p was built from, sealed, with
+ * the workspace size this plan needs on this cuDNN; NULL for a NULL p. */
 const convcache_engine_choice *convcache_engine_plan_choice(const convcache_engine_plan *p);
 
 /* convcache_engine_plan_destroy - destroy the plan and the descriptors it
