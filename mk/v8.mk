@@ -56,15 +56,23 @@ $(V8_DIR)/test_engine $(V8_DIR)/test_shared: $(V8_DIR)/%: tests/v8/%.c $(V8_TEST
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(V8_INC) -o $@ $< $(ENGINE_A) $(V8_STANDIN_LINK) $(LINK_CC)
 
+# Linked to nothing but the engine library: no cuDNN in the process.
+$(V8_DIR)/test_unavailable: tests/v8/test_unavailable.c $(ENGINE_A) include/convcache_engine.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Iinclude -o $@ $< $(ENGINE_A) -ldl -lpthread
+
 .PHONY: v8-test install-engine
 # The example runs as `make test` runs the v7 one: its last line shown, all
 # of it when it fails. The stand-in driver and cuDNN give it a device scope.
-v8-test: $(V8_DIR)/test_engine $(V8_DIR)/test_shared $(V8_DIR)/test_v8 $(EX_DIR)/pytorch_conv_v8
+v8-test: $(V8_DIR)/test_engine $(V8_DIR)/test_shared $(V8_DIR)/test_v8 $(V8_DIR)/test_unavailable $(EX_DIR)/pytorch_conv_v8
 	@set -e; tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; e="$(CXX_CLEAN_ENV) TMPDIR=$$tmp"; \
 	last() { "$$@" > $$tmp/out 2>&1 || { cat $$tmp/out >&2; echo "failed: $$*" >&2; exit 1; }; tail -1 $$tmp/out; }; \
 	echo "== v8: record and rebuild (tests/v8/test_engine.c)"; last $$e $(V8_DIR)/test_engine; \
 	echo "== v8: 2 processes x 4 threads share one file (tests/v8/test_shared.c)"; last $$e $(V8_DIR)/test_shared; \
 	echo "== v8: the drop-in (tests/v8/test_v8.cpp)"; last $$e $(V8_DIR)/test_v8; \
+	echo "== v8: no cuDNN (a missing file; a library without the backend API)"; \
+	last $$e CONVCACHE_CUDNN_LIBRARY=$$tmp/none/libcudnn.so.9 $(V8_DIR)/test_unavailable; \
+	last $$e CONVCACHE_CUDNN_LIBRARY=libm.so.6 $(V8_DIR)/test_unavailable; \
 	echo "== examples/pytorch/conv_v8: a cold process benchmarks, a warm one (1 and 4 threads) rebuilds"; \
 	g="CONVCACHE_PATH=$$tmp/ex.ccdb CONVCACHE_CUDA_LIBRARY=$(ABS_BUILD)/tests/preload/libcuda.so.1 \
 	   CONVCACHE_CUDNN_LIBRARY=$(ABS_BUILD)/tests/preload/libcudnn.so.9"; \

@@ -244,6 +244,21 @@ static void test_bad_records(void) {
     }
     CHECK(convcache_engine_seal(&cases[0]) == CONVCACHE_ENGINE_E_CORRUPT);
     CHECK(convcache_engine_seal(&cases[3]) == CONVCACHE_ENGINE_E_CORRUPT);
+    /* Random bytes, random lengths, and random bytes behind a good header:
+     * never accepted, never read past len. */
+    uint64_t r = 0x9E3779B97F4A7C15ull;
+    for (int i = 0; i < 20000; i++) {
+        for (size_t j = 0; j < sizeof buf; j++) {
+            r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+            buf[j] = (unsigned char)r;
+        }
+        if (i % 2) memcpy(buf, &good, 8); /* magic, format, size */
+        size_t len = i % 3 ? sizeof good : (size_t)(r % sizeof buf);
+        unsigned char *copy = malloc(len ? len : 1);
+        memcpy(copy, buf, len);
+        CHECK(convcache_engine_check(copy, len, NULL) < 0);
+        free(copy);
+    }
     /* Every single-bit flip is caught. */
     for (size_t byte = 0; byte < sizeof good; byte++) {
         for (int bit = 0; bit < 8; bit++) {
