@@ -248,7 +248,16 @@ private:
     struct KeyBuf {
         unsigned char b[max_name + 1 + sizeof(Pod)];
     };
-    using Bytes = std::string; /* the key's bytes: hashing and equality as PyTorch's memcmp */
+    /* The key's bytes: equality as PyTorch's memcmp, no allocation per find. */
+    struct Bytes {
+        unsigned char b[sizeof(Pod)];
+        bool operator==(const Bytes &o) const noexcept { return std::memcmp(b, o.b, sizeof b) == 0; }
+    };
+    struct BytesHash {
+        std::size_t operator()(const Bytes &k) const noexcept {
+            return static_cast<std::size_t>(hash_bytes(k.b, sizeof k.b));
+        }
+    };
     using Order = std::list<std::pair<Bytes, Plan>>;
 
     template <class Benchmark>
@@ -283,8 +292,9 @@ private:
     }
 
     static Bytes bytes_of(const Key &key) {
-        const Pod &p = detail::key_pod<Key>::of(key);
-        return Bytes(reinterpret_cast<const char *>(&p), sizeof p);
+        Bytes b;
+        std::memcpy(b.b, &detail::key_pod<Key>::of(key), sizeof(Pod));
+        return b;
     }
 
     Plan &put(const Key &key, Plan &&plan) {
@@ -300,7 +310,7 @@ private:
         }
         order_.emplace_back(b, std::move(plan));
         auto last = std::prev(order_.end());
-        map_.emplace(std::move(b), last);
+        map_.emplace(b, last);
         return last->second;
     }
 
@@ -359,7 +369,7 @@ private:
     PlanDesc desc_;
     std::string name_;
     Order order_;
-    std::unordered_map<Bytes, typename Order::iterator> map_;
+    std::unordered_map<Bytes, typename Order::iterator, BytesHash> map_;
     v8_stats stats_;
     bool stale_ = false; /* the last find(key, rebuild) found a choice that did not rebuild */
 };
