@@ -25,7 +25,6 @@ V8_STANDIN_LINK := -L$(STANDIN_DIR) -l:libcudnn.so.9 -l:libcuda.so.1 -Wl,-rpath,
 ALL_TARGETS     += $(ENGINE_A) $(ENGINE_SO)
 TEST_TARGETS    += v8-test v8-real-headers gpu-check-v8-standin
 INSTALL_TARGETS += install-engine
-CLEAN_FILES     +=
 
 $(BUILD)/engine/%.o: cudnn/engine/%.c $(ENGINE_HDR)
 	@mkdir -p $(@D)
