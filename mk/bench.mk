@@ -42,12 +42,13 @@ $(BENCH_DIR)/plot: $(wildcard bench/plot/*.go)
 	$(GO) build -o $@ ./bench/plot
 
 # The demo workload (examples/demo, built by mk/cxx.mk) adds the cold vs warm
-# rows when it is in the tree.
+# rows when it is in the tree; mk/v8.mk sets BENCH_V8 (the v8 engine-choice
+# table) and adds its prerequisites to bench-table.
 BENCH_DEMO := $(if $(wildcard examples/demo/demo.cpp),$(BUILD)/examples/demo)
 
 .PHONY: bench-table bench-go
 bench-table: $(BENCH_BINS) $(BENCH_DIR)/runner $(BENCH_DIR)/plot $(BENCH_DEMO)
-	$(BENCH_DIR)/runner -bin $(BENCH_DIR) -out $(BENCH_DIR) -impls $(subst $(bench_space),$(bench_comma),$(strip $(BENCH_WORKERS))) $(if $(BENCH_DEMO),-demo $(BENCH_DEMO)) $(BENCH_FLAGS)
+	$(BENCH_DIR)/runner -bin $(BENCH_DIR) -out $(BENCH_DIR) -impls $(subst $(bench_space),$(bench_comma),$(strip $(BENCH_WORKERS))) $(if $(BENCH_DEMO),-demo $(BENCH_DEMO)) $(if $(BENCH_V8),-v8 $(BENCH_V8)) $(BENCH_FLAGS)
 	$(BENCH_DIR)/plot -in $(BENCH_DIR)/results.json -out $(BENCH_DIR)
 
 # Go benchmarks: find/insert/load/save over sizes and goroutines.

@@ -28,9 +28,14 @@ $(STANDIN_DIR)/libcuda.so.1: tests/preload/standin_cuda.c
 	@mkdir -p $(STANDIN_DIR)
 	$(CC) $(CFLAGS) -fPIC -shared -Wl,-soname,libcuda.so.1 -o $@ $<
 
-$(STANDIN_DIR)/libcudnn.so.9: tests/preload/standin_cudnn.c $(STANDIN_DIR)/libcuda.so.1
-	$(CC) $(CFLAGS) -fPIC -shared -Wl,-soname,libcudnn.so.9 -o $@ $< \
-	  -L$(STANDIN_DIR) -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN'
+# The legacy API (standin_cudnn.c) and the backend API (standin_backend*.c,
+# standin_schema.c, standin_engines.c: see mk/v8.mk).
+STANDIN_CUDNN_SRC := tests/preload/standin_cudnn.c tests/preload/standin_backend.c \
+                     tests/preload/standin_schema.c tests/preload/standin_engines.c
+$(STANDIN_DIR)/libcudnn.so.9: $(STANDIN_CUDNN_SRC) tests/preload/standin_backend.h \
+  cudnn/engine/backend_api.h $(STANDIN_DIR)/libcuda.so.1
+	$(CC) $(CFLAGS) -fPIC -shared -Wl,-soname,libcudnn.so.9 -Icudnn/engine -o $@ $(STANDIN_CUDNN_SRC) \
+	  -L$(STANDIN_DIR) -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN' -lpthread
 
 $(STANDIN_DIR)/preload_prog: $(PRELOAD_PROG_SRC) tests/preload/prog.h include/convcache.h $(STANDINS)
 	$(CC) $(CFLAGS) -Iinclude -o $@ $(PRELOAD_PROG_SRC) -L$(STANDIN_DIR) -l:libcudnn.so.9 \

@@ -84,6 +84,8 @@ var (
 	perW    = flag.Int("per-writer", 5000, "keys each writer process inserts")
 	demo    = flag.String("demo", "", "the demo binary (examples/demo): adds its cold and warm runs")
 	demoRep = flag.Int("demo-reps", 3, "repeats of the demo workload")
+	v8      = flag.String("v8", "", "the GPU check (bench/gpu/v8_check) and the stand-in libraries' directory, as CHECK:DIR: adds the v8 engine-choice table")
+	v8Reps  = flag.Int("v8-reps", 3, "repeats of the v8 engine-choice runs")
 	quick   = flag.Bool("quick", false, "a fast smoke run: 10k and 100k entries, 1 repeat")
 	keep    = flag.Bool("keep", false, "keep the stores in the work directory")
 	only    = flag.String("impls", "", "comma-separated implementation keys to run (default: every built one)")
@@ -102,6 +104,7 @@ func main() {
 		*hitMs = 100
 		*perW = 2000
 		*demoRep = 1
+		*v8Reps = 1
 	}
 	res := &Results{
 		Date:      start.UTC().Format("2006-01-02 15:04 UTC"),
@@ -250,6 +253,20 @@ func main() {
 		res.Notes = append(res.Notes, "Demo workload (cold vs warm run): pending, examples/demo is not built.")
 	}
 
+	// 6. PyTorch's default (cuDNN backend API) path on the stand-in cuDNN:
+	//    time spent choosing engines in a cold run (benchmarking each
+	//    heuristic config) and in the run after it (rebuilding each plan from
+	//    the stored choice).
+	if *v8 != "" {
+		phase(fmt.Sprintf("v8: engine choices, %d shapes, %d ms simulated benchmark per engine, run 1 then run 2", v8Shapes, v8EngineMs))
+		for r := 0; r < *v8Reps; r++ {
+			r1, r2 := runV8(*v8, filepath.Join(wd, fmt.Sprintf("v8-%d", r)))
+			res.add("v8_run1_ms", "v8", r1)
+			res.add("v8_run2_ms", "v8", r2)
+			progress("v8 rep %d: run 1 %.0f ms choosing, run 2 %.2f ms (%.3g%%)", r+1, r1, r2, 100*r2/r1)
+		}
+	}
+
 	res.LoadAvg[1] = loadAvg()
 	res.WallSeconds = time.Since(start).Seconds()
 	tbl := table(res)
@@ -360,6 +377,64 @@ func runDemo(path, dir string, args ...string) float64 {
 	}
 	fatalf("%s: no choosing_s in %s", *demo, report)
 	return 0
+}
+
+// The v8 row's workload: 40 of ResNet-50's convolution problems, and a
+// stand-in cuDNN whose every engine benchmark (a warm-up and 3 timed runs)
+// sleeps 20 ms on average.
+const (
+	v8Shapes   = 40
+	v8EngineMs = 20
+)
+
+// runV8 runs bench/gpu/v8_check twice on a fresh cache file in dir and
+// returns the milliseconds each run spent choosing. spec is CHECK:DIR, DIR
+// holding the stand-in libcuda.so.1 and libcudnn.so.9.
+func runV8(spec, dir string) (run1, run2 float64) {
+	bin, libs, ok := strings.Cut(spec, ":")
+	if !ok {
+		fatalf("-v8 wants CHECK:DIR, got %q", spec)
+	}
+	must(os.MkdirAll(dir, 0o755))
+	var env []string
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, "CONVCACHE_") && !strings.HasPrefix(e, "STANDIN_") {
+			env = append(env, e)
+		}
+	}
+	env = append(env, "CONVCACHE_CUDA_LIBRARY="+filepath.Join(libs, "libcuda.so.1"),
+		"CONVCACHE_CUDNN_LIBRARY="+filepath.Join(libs, "libcudnn.so.9"),
+		fmt.Sprintf("STANDIN_EXEC_US=%d", v8EngineMs*1000/4))
+	flags := []string{"--batch", "1", "--sizes", "64", "--limit", strconv.Itoa(v8Shapes), "--cache", filepath.Join(dir, "v8.ccdb")}
+	report := func(n int) string { return filepath.Join(dir, fmt.Sprintf("run%d.txt", n)) }
+	for n := 1; n <= 2; n++ {
+		args := append([]string{"--run", strconv.Itoa(n), "--report", report(n)}, flags...)
+		if n == 2 {
+			args = append(args, "--compare", report(1))
+		}
+		cmd := exec.Command(bin, args...)
+		cmd.Env = env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fatalf("%s %s: %v\n%s", bin, strings.Join(args, " "), err, out)
+		}
+	}
+	read := func(n int) float64 {
+		b, err := os.ReadFile(report(n))
+		must(err)
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "choosing_ms="); ok {
+				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				must(err)
+				return f
+			}
+		}
+		fatalf("%s: no choosing_ms", report(n))
+		return 0
+	}
+	if !*keep {
+		defer os.RemoveAll(dir)
+	}
+	return read(1), read(2)
 }
 
 func loadAvg() string {

@@ -15,6 +15,10 @@
  *
  * Streams and contexts: standin_cuda_stream(i) is a stream of device i;
  * standin_cuda_set_device(i) makes device i current for the calling thread.
+ *
+ * Memory (for the GPU check, bench/gpu/v8_check.c, run on the CPU): device
+ * memory is host memory, so the stand-in cuDNN's execution can read and
+ * write it; copies are memcpy; synchronizing does nothing.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -157,5 +161,57 @@ int cuCtxPopCurrent_v2(void **ctx) {
     if (depth == 0) return CUDA_ERROR_INVALID_CONTEXT;
     if (ctx) *ctx = (void *)(uintptr_t)(current + 1);
     current = stack[--depth];
+    return CUDA_SUCCESS;
+}
+
+/* ---- memory, as the GPU check uses it ---------------------------------- */
+
+typedef unsigned long long CUdeviceptr;
+
+int cuDevicePrimaryCtxRetain(void **ctx, int dev) {
+    NO_DRIVER_CHECK;
+    if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    if (!ctx) return CUDA_ERROR_INVALID_VALUE;
+    if (dev < 0 || dev >= device_count()) return CUDA_ERROR_INVALID_DEVICE;
+    *ctx = (void *)(uintptr_t)(dev + 1);
+    return CUDA_SUCCESS;
+}
+
+int cuCtxSetCurrent(void *ctx) {
+    NO_DRIVER_CHECK;
+    uintptr_t c = (uintptr_t)ctx;
+    if (c < 1 || c > (uintptr_t)device_count()) return CUDA_ERROR_INVALID_CONTEXT;
+    current = (int)c - 1;
+    return CUDA_SUCCESS;
+}
+
+int cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
+    NO_DRIVER_CHECK;
+    if (!p || !n) return CUDA_ERROR_INVALID_VALUE;
+    void *m = malloc(n);
+    if (!m) return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+    *p = (CUdeviceptr)(uintptr_t)m;
+    return CUDA_SUCCESS;
+}
+
+int cuMemFree_v2(CUdeviceptr p) {
+    free((void *)(uintptr_t)p);
+    return CUDA_SUCCESS;
+}
+
+int cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
+    if (!dst || !src) return CUDA_ERROR_INVALID_VALUE;
+    memcpy((void *)(uintptr_t)dst, src, n);
+    return CUDA_SUCCESS;
+}
+
+int cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
+    if (!dst || !src) return CUDA_ERROR_INVALID_VALUE;
+    memcpy(dst, (const void *)(uintptr_t)src, n);
+    return CUDA_SUCCESS;
+}
+
+int cuCtxSynchronize(void) {
+    NO_DRIVER_CHECK;
     return CUDA_SUCCESS;
 }

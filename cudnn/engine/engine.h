@@ -1,0 +1,35 @@
+/*
+ * What the files of libconvcache_engine share (internal). backend.c finds
+ * cuDNN's backend functions at run time, record.c holds the record's rules
+ * (check, seal, checksum, text), plan.c reads a choice out of a plan and
+ * builds a plan from one.
+ */
+#ifndef CONVCACHE_ENGINE_INTERNAL_H
+#define CONVCACHE_ENGINE_INTERNAL_H
+
+#include "backend_api.h"
+#include "convcache_engine.h"
+
+#define CCE_HIDDEN __attribute__((visibility("hidden")))
+
+/* The backend functions, all present, or NULL from cce_backend(). */
+struct cce_backend {
+    cc_desc_create_fn create;
+    cc_desc_destroy_fn destroy;
+    cc_finalize_fn finalize;
+    cc_set_attr_fn set;
+    cc_get_attr_fn get;
+};
+
+/* cce_backend returns the functions of the cuDNN the process uses (see
+ * convcache_engine.h for which), found once; NULL when there is none. */
+CCE_HIDDEN const struct cce_backend *cce_backend(void);
+
+/* cce_crc32 is CRC-32 (IEEE 802.3, reflected, as zlib's crc32) of n bytes. */
+CCE_HIDDEN uint32_t cce_crc32(const void *p, size_t n);
+
+/* cce_sort_knobs sorts c's knob_count knobs by type; returns -1 when a type
+ * repeats. */
+CCE_HIDDEN int cce_sort_knobs(convcache_engine_choice *c);
+
+#endif

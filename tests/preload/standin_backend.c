@@ -1,0 +1,311 @@
+/*
+ * The stand-in cuDNN's backend ("graph") API, part of the stand-in
+ * libcudnn.so.9 (with standin_cudnn.c), for tests on machines without a GPU.
+ *
+ * Descriptors are attribute stores checked as the real ones are: an
+ * attribute of another type, an element count out of range, a set after
+ * finalizing or of a read-only attribute is CUDNN_STATUS_BAD_PARAM, a get
+ * before finalizing CUDNN_STATUS_NOT_INITIALIZED. A descriptor-valued
+ * attribute keeps a copy of the descriptors given; getting it fills
+ * descriptors the caller created. Every descriptor argument is looked up
+ * among the live ones first, so a destroyed or foreign pointer is
+ * BAD_PARAM, never a crash.
+ *
+ * The "installed" engines (standin_engines.h) have knobs with ranges and a
+ * simulated run time; executing a plan writes an output that depends only on
+ * (engine, knob choices, input bytes), so bit-identity is testable.
+ *
+ * Environment:
+ *   STANDIN_ENGINE_COUNT    engines this cuDNN has (default 6, at most 6)
+ *   STANDIN_EXEC_US         microseconds an execution sleeps on average
+ *                           (default 0); each (engine, knobs, shape) gets
+ *                           0.5x to 1.5x of it, always the same
+ *   STANDIN_PLAN_STATUS     finalizing a plan fails with this status
+ *   STANDIN_SUBSTITUTE      "engine" or "knob": a plan quietly runs another
+ *                           engine or knob value than its config asked for
+ *   STANDIN_LIE             "count": descriptor-valued attributes report one
+ *                           element too few when asked how many, and all of
+ *                           them (more than asked for) when filling
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "standin_backend.h"
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static struct standin_backend_stats stats;
+
+void standin_backend_get_stats(struct standin_backend_stats *out) {
+    pthread_mutex_lock(&mu);
+    *out = stats;
+    pthread_mutex_unlock(&mu);
+}
+
+/* ---- live descriptors: a pointer set ------------------------------------ */
+
+#define BUCKETS 4096
+static struct desc *live[BUCKETS];
+
+static size_t bucket(const void *p) { return ((uintptr_t)p >> 4) % BUCKETS; }
+
+struct desc *sb_live(const void *p) {
+    if (!p) return NULL;
+    for (struct desc *d = live[bucket(p)]; d; d = d->next)
+        if (d == p) return d;
+    stats.foreign++; /* a destroyed, never created or made-up pointer */
+    return NULL;
+}
+
+static struct desc *desc_new(int type) {
+    struct desc *d = calloc(1, sizeof *d);
+    if (!d) return NULL;
+    d->type = type;
+    size_t b = bucket(d);
+    d->next = live[b];
+    live[b] = d;
+    return d;
+}
+
+static void attr_clear(struct attr *a);
+
+static void desc_unlink_free(struct desc *d) {
+    struct desc **pp = &live[bucket(d)];
+    while (*pp && *pp != d) pp = &(*pp)->next;
+    if (*pp) *pp = d->next;
+    for (int i = 0; i < d->nattr; i++) attr_clear(&d->attrs[i]);
+    free(d);
+}
+
+/* Copies of descriptors kept inside attributes are not live: callers never
+ * see them. */
+static struct desc *desc_clone(const struct desc *s);
+
+static void attr_clear(struct attr *a) {
+    if (a->type == CUDNN_TYPE_BACKEND_DESCRIPTOR) {
+        struct desc **v = a->data;
+        for (int64_t i = 0; i < a->count; i++) sb_free_copy(v[i]);
+    }
+    free(a->data);
+    memset(a, 0, sizeof *a);
+}
+
+void sb_free_copy(struct desc *d) {
+    for (int i = 0; i < d->nattr; i++) attr_clear(&d->attrs[i]);
+    free(d);
+}
+
+static int attr_copy(struct attr *dst, const struct attr *src) {
+    *dst = *src;
+    size_t n = (size_t)src->count * sb_type_size(src->type);
+    dst->data = malloc(n ? n : 1);
+    if (!dst->data) return -1;
+    if (src->type == CUDNN_TYPE_BACKEND_DESCRIPTOR) {
+        struct desc *const *sv = src->data;
+        struct desc **dv = dst->data;
+        for (int64_t i = 0; i < src->count; i++) dv[i] = desc_clone(sv[i]);
+    } else {
+        memcpy(dst->data, src->data, n);
+    }
+    return 0;
+}
+
+static struct desc *desc_clone(const struct desc *s) {
+    struct desc *d = calloc(1, sizeof *d);
+    if (!d) abort(); /* a test double: out of memory ends the test */
+    d->type = s->type;
+    d->finalized = s->finalized;
+    d->nattr = s->nattr;
+    for (int i = 0; i < s->nattr; i++)
+        if (attr_copy(&d->attrs[i], &s->attrs[i]) != 0) abort();
+    return d;
+}
+
+/* ---- attributes --------------------------------------------------------- */
+
+size_t sb_type_size(int type) {
+    switch (type) {
+    case CUDNN_TYPE_BOOLEAN: return 1;
+    case CUDNN_TYPE_DATA_TYPE: case CUDNN_TYPE_FLOAT: case CUDNN_TYPE_CONVOLUTION_MODE:
+    case CUDNN_TYPE_HEUR_MODE: case CUDNN_TYPE_KNOB_TYPE: case CUDNN_TYPE_NUMERICAL_NOTE: return 4;
+    }
+    return 8; /* HANDLE, INT64, DOUBLE, VOID_PTR, BACKEND_DESCRIPTOR */
+}
+
+const struct attr *sb_attr(const struct desc *d, int name) {
+    for (int i = 0; i < d->nattr; i++)
+        if (d->attrs[i].name == name) return &d->attrs[i];
+    return NULL;
+}
+
+/* sb_put stores (name, type, count, data) in d, replacing an earlier value;
+ * descriptor values are copied. */
+int sb_put(struct desc *d, int name, int type, int64_t count, const void *data) {
+    struct attr a = {name, type, count, NULL};
+    struct attr *slot = (struct attr *)sb_attr(d, name);
+    if (!slot) {
+        if (d->nattr == MAX_ATTRS) return CUDNN_STATUS_BAD_PARAM;
+        slot = &d->attrs[d->nattr++];
+    } else {
+        attr_clear(slot);
+    }
+    a.data = (void *)data;
+    if (attr_copy(slot, &a) != 0) {
+        slot->count = 0;
+        return CUDNN_STATUS_BAD_PARAM;
+    }
+    slot->name = name;
+    return CUDNN_STATUS_SUCCESS;
+}
+
+int64_t sb_int(const struct desc *d, int name, int64_t def) {
+    const struct attr *a = sb_attr(d, name);
+    if (!a || a->count < 1) return def;
+    if (a->type == CUDNN_TYPE_INT64) return ((const int64_t *)a->data)[0];
+    if (sb_type_size(a->type) == 4 && a->type != CUDNN_TYPE_FLOAT) return ((const int32_t *)a->data)[0];
+    return def;
+}
+
+const struct desc *sb_sub(const struct desc *d, int name, int64_t i) {
+    const struct attr *a = sb_attr(d, name);
+    if (!a || a->type != CUDNN_TYPE_BACKEND_DESCRIPTOR || i >= a->count) return NULL;
+    return ((struct desc *const *)a->data)[i];
+}
+
+/* ---- the API ------------------------------------------------------------ */
+
+cudnnStatus_t cudnnBackendCreateDescriptor(cudnnBackendDescriptorType_t type,
+                                           cudnnBackendDescriptor_t *out) {
+    if (!out || !sb_schema(type)) return CUDNN_STATUS_BAD_PARAM;
+    pthread_mutex_lock(&mu);
+    struct desc *d = desc_new(type);
+    pthread_mutex_unlock(&mu);
+    *out = d;
+    return d ? CUDNN_STATUS_SUCCESS : 1001;
+}
+
+cudnnStatus_t cudnnBackendDestroyDescriptor(cudnnBackendDescriptor_t p) {
+    pthread_mutex_lock(&mu);
+    struct desc *d = sb_live(p);
+    if (d) desc_unlink_free(d);
+    pthread_mutex_unlock(&mu);
+    return d ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_BAD_PARAM;
+}
+
+cudnnStatus_t cudnnBackendSetAttribute(cudnnBackendDescriptor_t p, cudnnBackendAttributeName_t name,
+                                       cudnnBackendAttributeType_t type, int64_t count,
+                                       const void *elements) {
+    cudnnStatus_t st = CUDNN_STATUS_BAD_PARAM;
+    pthread_mutex_lock(&mu);
+    struct desc *d = sb_live(p);
+    const struct attr_rule *r = d ? sb_rule(d->type, name) : NULL;
+    if (!d || d->finalized || !r || r->get_only || count < r->min || count > r->max ||
+        (count > 0 && !elements) || !sb_type_ok(r, type))
+        goto out;
+    if (type == CUDNN_TYPE_BACKEND_DESCRIPTOR) {
+        /* Each element a live, finalized descriptor of an accepted type. */
+        struct desc *const *v = elements;
+        for (int64_t i = 0; i < count; i++) {
+            struct desc *e = sb_live(v[i]);
+            if (!e || !e->finalized || !sb_sub_type_ok(r, e->type)) goto out;
+        }
+        struct desc *tmp[MAX_ELEMS];
+        for (int64_t i = 0; i < count; i++) tmp[i] = sb_live(v[i]);
+        st = sb_put(d, name, type, count, tmp);
+    } else {
+        st = sb_put(d, name, type, count, elements);
+    }
+out:
+    pthread_mutex_unlock(&mu);
+    return st;
+}
+
+cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const p, cudnnBackendAttributeName_t name,
+                                       cudnnBackendAttributeType_t type, int64_t requested,
+                                       int64_t *count, void *elements) {
+    cudnnStatus_t st = CUDNN_STATUS_BAD_PARAM;
+    pthread_mutex_lock(&mu);
+    struct desc *d = sb_live(p);
+    const struct attr_rule *r = d ? sb_rule(d->type, name) : NULL;
+    if (!d || !r || !count || requested < 0 || (requested > 0 && !elements) || !sb_type_ok(r, type)) goto out;
+    if (!d->finalized) {
+        st = CUDNN_STATUS_NOT_INITIALIZED;
+        goto out;
+    }
+    const struct attr *a = sb_attr(d, name);
+    int64_t have = a ? a->count : 0;
+    if (a && a->type != (int)type) goto out; /* FLOAT set, DOUBLE asked */
+    /* STANDIN_LIE=count: a library whose counts are wrong (too few when
+     * asked how many, more than asked for when filling). */
+    const char *lie = getenv("STANDIN_LIE");
+    int lying = lie && !strcmp(lie, "count") && type == CUDNN_TYPE_BACKEND_DESCRIPTOR && have > 0;
+    if (requested == 0) {
+        *count = lying ? have - 1 : have;
+        st = CUDNN_STATUS_SUCCESS;
+        goto out;
+    }
+    int64_t n = have < requested ? have : requested;
+    if (type == CUDNN_TYPE_BACKEND_DESCRIPTOR) {
+        cudnnBackendDescriptor_t *out = elements;
+        for (int64_t i = 0; i < n; i++) {
+            struct desc *dst = sb_live(out[i]);
+            const struct desc *src = ((struct desc *const *)a->data)[i];
+            if (!dst || dst->type != src->type || dst == src) goto out;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            struct desc *dst = sb_live(out[i]);
+            struct desc *c = desc_clone(((struct desc *const *)a->data)[i]);
+            struct desc *next = dst->next;
+            for (int j = 0; j < dst->nattr; j++) attr_clear(&dst->attrs[j]);
+            memcpy(dst, c, sizeof *dst);
+            dst->next = next;
+            free(c);
+        }
+    } else if (n > 0) {
+        memcpy(elements, a->data, (size_t)n * sb_type_size(type));
+    }
+    *count = lying ? have : n;
+    st = CUDNN_STATUS_SUCCESS;
+out:
+    pthread_mutex_unlock(&mu);
+    return st;
+}
+
+cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t p) {
+    cudnnStatus_t st = CUDNN_STATUS_BAD_PARAM;
+    pthread_mutex_lock(&mu);
+    struct desc *d = sb_live(p);
+    if (d && !d->finalized && sb_required_set(d)) {
+        st = sb_finalize(d);
+        if (st == CUDNN_STATUS_SUCCESS) {
+            d->finalized = 1;
+            if (d->type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR) stats.plans++;
+            if (d->type == CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR) stats.heuristics++;
+        }
+    }
+    pthread_mutex_unlock(&mu);
+    return st;
+}
+
+cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t plan,
+                                  cudnnBackendDescriptor_t pack) {
+    struct sb_run run;
+    pthread_mutex_lock(&mu);
+    struct desc *p = sb_live(plan), *v = sb_live(pack);
+    cudnnStatus_t st = CUDNN_STATUS_BAD_PARAM;
+    if (handle && p && v && p->finalized && v->finalized && p->type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR &&
+        v->type == CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR)
+        st = sb_prepare_run(p, v, &run);
+    if (st == CUDNN_STATUS_SUCCESS) stats.executes++;
+    pthread_mutex_unlock(&mu);
+    if (st != CUDNN_STATUS_SUCCESS) return st;
+    /* Outside the lock: threads run their plans at the same time. */
+    sb_compute(&run);
+    if (run.sleep_us > 0) {
+        struct timespec ts = {(time_t)(run.sleep_us / 1000000), (long)(run.sleep_us % 1000000) * 1000};
+        while (nanosleep(&ts, &ts) != 0) {
+        }
+    }
+    return CUDNN_STATUS_SUCCESS;
+}
