@@ -6,7 +6,12 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0
 	github.com/klauspost/compress v1.20.3
 	github.com/redis/go-redis/v9 v9.23.0
+	github.com/spf13/cobra v1.10.2
+	github.com/spf13/pflag v1.0.9
 	golang.org/x/sys v0.49.0
 )
 
-require go.uber.org/atomic v1.12.0 // indirect
+require (
+	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+)

@@ -1,29 +1,70 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/convcache/convcache/cache"
 )
 
+// nothingToCompact says why the file at path needs no compaction ("does
+// not exist", "is empty"), or "" when it may. cache.Rewrite is not asked:
+// a missing file is an error there.
+func nothingToCompact(path string) string {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "does not exist"
+	case err == nil && fi.Mode().IsRegular() && fi.Size() == 0:
+		return "is empty"
+	}
+	return ""
+}
+
 // compact rewrites the file with every entry it holds (and nothing else: no
 // damage, no eviction) under the lock.
-func runCompact(e *env, args []string) error {
-	fl := newFlags(e, "compact")
-	timeout := lockTimeout(fl)
-	pos, err := parse(fl, args)
+func newCompactCmd(e *env) *cobra.Command {
+	var timeout *time.Duration
+	c := &cobra.Command{
+		Use:   "compact [PATH] [--lock-timeout D]",
+		Short: "rewrite the file as a snapshot under the lock",
+		Long: `Rewrites the file as a snapshot holding every entry, under the cache's lock,
+and publishes it by rename: processes using the file carry on and pick the
+new file up on their next miss. Damaged records and torn tails are dropped.
+Nothing is evicted (that is prune's job).
+
+A file that does not exist or holds no records is nothing to do: compact
+says so and exits 0 (a compactor that runs before any writer is normal).`,
+		Args: atMostOnePath,
+		RunE: func(c *cobra.Command, args []string) error { return runCompact(e, args, *timeout) },
+	}
+	timeout = lockTimeout(c.Flags())
+	return c
+}
+
+func runCompact(e *env, args []string, timeout time.Duration) error {
+	path, err := cachePath(args)
 	if err != nil {
 		return err
 	}
-	path, err := cachePath(fl, pos)
-	if err != nil {
-		return err
+	if why := nothingToCompact(path); why != "" {
+		fmt.Fprintf(e.stdout, "%s %s: nothing to compact\n", path, why)
+		return nil
 	}
 	before, err := e.readCache(path, "reading "+path)
 	if err != nil {
 		return err
 	}
-	if err := cache.Rewrite(path, *timeout, func(in []cache.Entry) ([]cache.Entry, error) { return in, nil }); err != nil {
+	if before.Frames == 0 && len(before.Damage) == 0 {
+		fmt.Fprintf(e.stdout, "%s holds no records: nothing to compact\n", path)
+		return nil
+	}
+	if err := cache.Rewrite(path, timeout, func(in []cache.Entry) ([]cache.Entry, error) { return in, nil }); err != nil {
 		return err
 	}
 	after, err := cache.ReadFile(path)

@@ -3,7 +3,9 @@ package main
 import (
 	"encoding/hex"
 	"math"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/convcache/convcache/cudnn"
 )
@@ -22,7 +24,7 @@ const maxCacheName = 64
 type decoded struct {
 	Layout  string         // "" when the key is not a known layout
 	Name    string         // BenchmarkCache name (torch-named)
-	Op      cudnn.Op       // 0 when the direction is not known
+	Op      cudnn.Op       // the direction of perf-struct values; 0 when none
 	Params  *cudnn.Params  // torch layouts
 	FindKey *cudnn.FindKey // cudnn-find
 	Perfs   []cudnn.Perf   // nil when the value is not perf structs
@@ -49,12 +51,27 @@ func (d *decoded) bestTime() (float64, bool) {
 	return best, ok
 }
 
-// opByName maps BenchmarkCache names to directions: PyTorch's three caches
-// are conventionally named after them.
+// opByName maps the direction that ends a BenchmarkCache name to its op:
+// PyTorch's three caches are named after them ("torch.cudnn.v7.fwd").
 var opByName = map[string]cudnn.Op{
 	"fwd": cudnn.Forward, "forward": cudnn.Forward,
 	"bwd_data": cudnn.BackwardData, "bwd-data": cudnn.BackwardData, "backward_data": cudnn.BackwardData,
 	"bwd_filter": cudnn.BackwardFilter, "bwd-filter": cudnn.BackwardFilter, "backward_filter": cudnn.BackwardFilter,
+}
+
+// perfOp reports whether a BenchmarkCache name says that its values are
+// cuDNN perf structs, and for which direction: the name is dot-separated,
+// one part is "cudnn" and the last names the direction, as in
+// "torch.cudnn.v7.fwd" or "demo.cudnn.bwd_data". Any other name
+// ("demo.conv2d.fwd", "my_conv") holds values of its own layout, which are
+// shown in hex: 48 bytes are not a perf struct unless the key says so.
+func perfOp(name string) (cudnn.Op, bool) {
+	parts := strings.Split(name, ".")
+	op, ok := opByName[parts[len(parts)-1]]
+	if !ok || !slices.Contains(parts[:len(parts)-1], "cudnn") {
+		return 0, false
+	}
+	return op, true
 }
 
 func printableName(b []byte) bool {
@@ -71,9 +88,13 @@ func printableName(b []byte) bool {
 
 // describe decodes an entry through the cudnn codecs where its key matches
 // a known layout, and falls back to hex (shortened to hexMax bytes; 0 means
-// in full).
+// in full). The value is decoded as cuDNN perf structs only when the key
+// says it holds them: an interposer key (cudnn.FindKey), or a
+// BenchmarkCache key whose name says so (perfOp). A bare ConvolutionParams
+// key says nothing about its value.
 func describe(key, value []byte, hexMax int) decoded {
 	var d decoded
+	perfs := false
 	switch {
 	case len(key) == cudnn.ParamsSize:
 		if p, ok := cudnn.DecodeParams(key); ok {
@@ -84,28 +105,25 @@ func describe(key, value []byte, hexMax int) decoded {
 		if p, ok := cudnn.DecodeParams(key[len(key)-cudnn.ParamsSize:]); ok {
 			d.Layout, d.Params = layoutTorchNamed, &p
 			d.Name = string(key[:len(key)-cudnn.ParamsSize-1])
-			d.Op = opByName[d.Name]
+			d.Op, perfs = perfOp(d.Name)
 		}
 	}
 	if d.Layout == "" {
 		if k, ok := cudnn.DecodeFindKey(key); ok {
-			d.Layout, d.FindKey, d.Op = layoutFind, &k, k.Op
+			d.Layout, d.FindKey, d.Op, perfs = layoutFind, &k, k.Op, true
 		}
 	}
-	if d.Layout != "" {
+	if perfs {
 		if ps, ok := cudnn.DecodePerfs(value); ok {
 			d.Perfs = ps
 		}
 	}
 
 	switch {
+	case d.Params != nil && d.Name != "":
+		d.Key = d.Name + " " + d.Params.String()
 	case d.Params != nil:
 		d.Key = d.Params.String()
-		if d.Op != 0 {
-			d.Key = d.Op.String() + " " + d.Key
-		} else if d.Name != "" {
-			d.Key = d.Name + " " + d.Key
-		}
 	case d.FindKey != nil:
 		d.Key = d.FindKey.String()
 	default:
@@ -125,14 +143,14 @@ func describe(key, value []byte, hexMax int) decoded {
 // line is the entry in one line: "KEY -> VALUE".
 func (d *decoded) line() string { return d.Key + " -> " + d.Value }
 
-// hexText writes b as hex, at most max bytes of it (0: all), with its size
-// when shortened.
+// hexText writes b as hex, at most max bytes of it (0: all), and its size:
+// "deadbeef (4 B)", "0011...(100 B)".
 func hexText(b []byte, max int) string {
-	if max > 0 && len(b) > max {
-		return hex.EncodeToString(b[:max]) + "... (" + strconv.Itoa(len(b)) + " B)"
-	}
 	if len(b) == 0 {
 		return "(empty)"
 	}
-	return hex.EncodeToString(b)
+	if max > 0 && len(b) > max {
+		return hex.EncodeToString(b[:max]) + "... (" + strconv.Itoa(len(b)) + " B)"
+	}
+	return hex.EncodeToString(b) + " (" + strconv.Itoa(len(b)) + " B)"
 }

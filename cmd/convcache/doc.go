@@ -15,37 +15,60 @@
 //	convcache export  [PATH] [--scope S]... -o FILE
 //	convcache import  [--cache PATH] [--scope S]... [--lock-timeout D] FILE...
 //	convcache scope   [--device N] [--json]
+//	convcache run     [--preload PATH] [--path FILE] [--scope S] [--tag T] [--mode M]
+//	                  [--verbose] [--torch-v7] [--] COMMAND [ARGS...]
+//	convcache version [--json]       (or convcache --version)
+//	convcache completion bash|zsh|fish
+//	convcache help [COMMAND]         (or convcache COMMAND --help, -h)
 //
 // PATH defaults to the default cache file: $CONVCACHE_PATH, else
 // $XDG_CACHE_HOME/convcache/cache.ccdb, else ~/.cache/convcache/cache.ccdb.
-// Flags may come before or after PATH. A scope S is a scope name, "current"
-// (this machine's: $CONVCACHE_SCOPE, else the fingerprint of each CUDA
-// device), or "#" and the 16 hex digits of a scope's hash as stats prints it.
+// Flags are GNU style (--json; -o is --output, -h is --help, -v is run's
+// --verbose) and may come before or after PATH, except run's, which come
+// before COMMAND. A scope S is a scope name, "current" (this machine's:
+// $CONVCACHE_SCOPE, else the fingerprint of each CUDA device), or "#" and
+// the 16 hex digits of a scope's hash as stats prints it.
+//
+// The command line is parsed by spf13/cobra. help COMMAND and COMMAND
+// --help print the command's help on standard output and exit 0;
+// convcache with no command prints the usage on standard error and exits 2.
+// A bad flag or argument prints one line that says what is wrong, then the
+// command's usage, on standard error, and exits 2.
 //
 // # Commands
 //
 // stats summarises a cache file: entries, bytes and last use per scope, the
 // file's size split into the compacted snapshot and the journal appended
-// since, the time of the last compaction (when the file was written), the
-// file system (with a warning on a network file system), damage (a torn
+// since, the time of the last compaction, the file system (with a warning on a network file system), damage (a torn
 // tail, a warning, apart from corrupt records), the mode and bounds the
 // environment sets (CONVCACHE_MODE, CONVCACHE_MAX_BYTES,
 // CONVCACHE_MAX_ENTRIES), the read-only system tier named by
 // CONVCACHE_SYSTEM_PATH, and whether the remote tier named by
 // CONVCACHE_REMOTE answers (one read-only lookup, bounded by
 // CONVCACHE_REMOTE_TIMEOUT_MS, default 1 s here). A cache file that does not
-// exist yet is reported as such, not as an error.
+// exist yet is reported as such, not as an error. The last compaction is the
+// header's time when a snapshot follows the header (compaction, merge,
+// export and import write one), and "never" (null in JSON) when the file
+// starts with its journal: then the header's time is the file's creation.
+// A file compacted when it held no entries has no snapshot either, and
+// reads as never compacted.
 //
-// ls lists entries, one line each, grouped by scope. Keys and values of the
-// layouts convcache knows are decoded through package cudnn: PyTorch's
+// ls lists entries, one line each, grouped by scope. Keys of the layouts
+// convcache knows are decoded through package cudnn: PyTorch's
 // ConvolutionParams (104 bytes), the same behind a BenchmarkCache name as
-// convcache.hpp stores it ("fwd", "bwd_data", "bwd_filter" name the
-// direction), and the LD_PRELOAD interposer's find keys; values are cuDNN
-// perf structs. For example:
+// convcache.hpp stores it (name, NUL, params), and the LD_PRELOAD
+// interposer's find keys ("ccf1"). A value is decoded as cuDNN perf structs
+// only when its key says it holds them: an interposer key, or a
+// BenchmarkCache name whose dot-separated parts include "cudnn" and end in
+// the direction (fwd, bwd_data, bwd_filter), as PyTorch's
+// "torch.cudnn.v7.fwd" and the demo's "demo.cudnn.fwd" do. Any other value,
+// 48 bytes or not (the demo's "demo.conv2d.fwd" values are its own 48-byte
+// struct), is shown as hex and its size. For example:
 //
-//	fwd float NCHW 32x64x56x56 * 64x64x3x3 pad 1 stride 1 -> IMPLICIT_PRECOMP_GEMM 0.12 ms ws 0 B
+//	torch.cudnn.v7.fwd float NCHW 32x64x56x56 * 64x64x3x3 pad 1 stride 1 -> IMPLICIT_PRECOMP_GEMM 0.12 ms ws 0 B
+//	demo.conv2d.fwd float NCHW 1x256x6x6 * 256x256x3x3 pad 1 stride 1 -> 03000000000000004f961a3d000000000080440000000000e545863d300d833d... (48 B)
 //
-// Anything else is shown in hex. dump adds the insert and last-use times and
+// Keys of no known layout are shown in hex too. dump adds the insert and last-use times and
 // a hex dump of every key and value. With --json both print an array of
 // objects (scope, scope_hash, layout, op, key, value, time_ms, key_bytes,
 // value_bytes, inserted, used; dump adds key_hex, value_hex and the decoded
@@ -61,7 +84,10 @@
 // compact rewrites the file as a snapshot holding every entry, under the
 // cache's lock, and publishes it by rename: processes using the file carry
 // on and pick the new file up on their next miss. Damaged records and torn
-// tails are dropped. Nothing is evicted (that is prune's job).
+// tails are dropped. Nothing is evicted (that is prune's job). A file that
+// does not exist, is empty, or holds no records is nothing to do: compact
+// prints one line saying so and exits 0 (a compactor started before any
+// writer, from cron or a sidecar, is normal).
 //
 // prune removes entries under the lock, and prints each one with the reason.
 // --scope S limits it to scope S (alone, it removes that scope);
@@ -94,6 +120,36 @@
 // under) for each CUDA device, or why there is none. --device N prints only
 // device N's scope string, as the library computes it, for scripts.
 //
+// run starts a program under the LD_PRELOAD interposer, as ccache does a
+// compiler: convcache run [flags] -- COMMAND [ARGS...]. It appends
+// libconvcache_preload.so to LD_PRELOAD (keeping what is there), sets
+// CONVCACHE_PATH (--path, made absolute), CONVCACHE_SCOPE (--scope),
+// CONVCACHE_TAG (--tag), CONVCACHE_MODE (--mode), CONVCACHE_PRELOAD_LOG and
+// CONVCACHE_VERBOSE (--verbose), and TORCH_CUDNN_V8_API_DISABLED=1
+// (--torch-v7, which puts PyTorch on the cuDNN v7 path whose find calls the
+// interposer caches, and prints a one-line note on what that costs), then
+// execs COMMAND in its own place. So COMMAND receives every signal sent to
+// convcache run's process (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2
+// and the rest) with nothing in between, and its exit status, a death by
+// signal included, is what the caller sees (a shell reports 128+N). The
+// interposer is --preload PATH, else the first that exists of
+// libconvcache_preload.so beside this command (build/), in ../lib, ../lib64
+// and ../lib/<multiarch> of its directory (PREFIX/bin and PREFIX/lib), and
+// beside $CONVCACHE_LIBRARY when it names a path; libconvcache.so.1 must be
+// beside it, where the interposer loads it from.
+//
+// version (and --version) prints the library version the command was built
+// from (CONVCACHE_VERSION_STRING in include/convcache.h, copied into
+// version_header.go by go generate; a test checks the two agree), the
+// newest file format it reads, and the Go toolchain and platform.
+// completion prints a bash, zsh or fish completion script.
+//
+// Text output prints every string read from a file (scope names above all)
+// with control characters, invalid UTF-8 and non-printing characters
+// escaped (\x1b, \r, \n, \xff, \u202e; a backslash as \\), so a file cannot
+// send escape sequences to the terminal or forge lines of output. JSON
+// output is escaped by encoding/json.
+//
 // The command ignores CONVCACHE_MODE and CONVCACHE_DISABLE: its writes are
 // asked for explicitly. It reads CONVCACHE_PATH, CONVCACHE_SCOPE,
 // CONVCACHE_TAG, CONVCACHE_LOCK_TIMEOUT_MS, CONVCACHE_CUDA_LIBRARY and
@@ -115,6 +171,11 @@
 //	   found no CUDA driver, device or cuDNN, and CONVCACHE_SCOPE is not set
 //	5  the cache's lock was not free within --lock-timeout (default
 //	   $CONVCACHE_LOCK_TIMEOUT_MS, 5 s): another process holds it; retry
+//
+// run exits with its command's status. Before the command starts, it exits
+// as env(1) does: 2 for a bad flag, 125 when the interposer (or the library
+// beside it) cannot be found, 126 when COMMAND cannot be run, 127 when
+// COMMAND is not found.
 //
 // Every error is one line on standard error that names the file and says
 // what to do.

@@ -7,11 +7,30 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/convcache/convcache/cache"
 )
 
 // dump is ls in full detail: times, every perf result, and hex dumps.
-func runDump(e *env, args []string) error { return list(e, "dump", args, true) }
+func newDumpCmd(e *env) *cobra.Command {
+	var o listOptions
+	c := &cobra.Command{
+		Use:   "dump [PATH] [--scope S]... [--json]",
+		Short: "list entries in full detail, with hex",
+		Long: `Lists every entry as ls does, with its layout, every perf result, the insert
+and last-use times, and a hex dump of the key and the value.
+
+` + decodingHelp + `
+
+With --json it prints ls's objects plus key_hex, value_hex and the decoded
+fields (params, find_key, perfs).`,
+		Args: atMostOnePath,
+		RunE: func(c *cobra.Command, args []string) error { return list(e, "dump", args, o, true) },
+	}
+	o.addFlags(c.Flags())
+	return c
+}
 
 func printEntry(w *bufio.Writer, now time.Time, en cache.Entry, d *decoded) {
 	layout := d.Layout

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/spf13/cobra"
+
 	"github.com/convcache/convcache/cache"
 )
 
@@ -13,24 +15,37 @@ import (
 // the library can use it as is as the read-only system tier
 // (CONVCACHE_SYSTEM_PATH).
 
-func runExport(e *env, args []string) error {
-	fl := newFlags(e, "export")
-	out := fl.String("o", "", "the bundle to write (must not exist)")
-	var scopes strList
-	fl.Var(&scopes, "scope", "export this scope: a name, current, or #HASH (repeatable; default every scope)")
-	pos, err := parse(fl, args)
+func newExportCmd(e *env) *cobra.Command {
+	var out string
+	var scopes []string
+	c := &cobra.Command{
+		Use:   "export [PATH] [--scope S]... -o FILE",
+		Short: "write a portable bundle of some scopes",
+		Long: `Writes the entries of the chosen scopes (default: all) to a new bundle FILE.
+
+A bundle is a cache file: zstd-compressed snapshot chunks, each with its
+checksum, scope names included. So a bundle can be verified, listed and
+merged like any cache, imported into a live cache (convcache import), and
+shipped in a container image as the read-only system tier
+(CONVCACHE_SYSTEM_PATH) without importing it.`,
+		Args: atMostOnePath,
+		RunE: func(c *cobra.Command, args []string) error { return runExport(e, c, args, out, scopes) },
+	}
+	c.Flags().StringVarP(&out, "output", "o", "", "the bundle to write (it must not exist)")
+	c.Flags().StringArrayVar(&scopes, "scope", nil, "export scope `S`: a name, current, or #HASH (repeatable; default every scope)")
+	return c
+}
+
+func runExport(e *env, c *cobra.Command, args []string, out string, scopes []string) error {
+	if out == "" {
+		return argErr(c, "name the bundle to write with -o FILE")
+	}
+	path, err := cachePath(args)
 	if err != nil {
 		return err
 	}
-	if *out == "" {
-		return usageErr("name the bundle to write: convcache export [PATH] --scope S -o FILE")
-	}
-	path, err := cachePath(fl, pos)
-	if err != nil {
-		return err
-	}
-	if _, err := os.Lstat(*out); err == nil {
-		return usageErr("%s already exists: remove it or choose another name", *out)
+	if _, err := os.Lstat(out); err == nil {
+		return usageErr("%s already exists: remove it or choose another name", out)
 	}
 	filter, err := newScopeFilter(scopes)
 	if err != nil {
@@ -54,14 +69,14 @@ func runExport(e *env, args []string) error {
 	if len(sel) == 0 {
 		return usageErr("%s has no entries of %s: nothing to export; its scopes are %s", path, filter, scopeList(all))
 	}
-	if err := cache.WriteNew(*out, sel); err != nil {
+	if err := cache.WriteNew(out, sel); err != nil {
 		return err
 	}
 	var size int64
-	if fi, err := os.Stat(*out); err == nil {
+	if fi, err := os.Stat(out); err == nil {
 		size = fi.Size()
 	}
 	fmt.Fprintf(e.stdout, "exported %d entries of %d scope(s) from %s to %s (%s); use it with convcache import, or as CONVCACHE_SYSTEM_PATH\n",
-		len(sel), countScopes(sel), path, *out, bytesText(size))
+		len(sel), countScopes(sel), path, out, bytesText(size))
 	return nil
 }

@@ -69,11 +69,11 @@ func TestImportLive(t *testing.T) {
 	}
 	defer h.Close()
 	// The live cache has a faster value for the fwd key than the bundle.
-	fwd := torchKey("fwd", params(32, 64, 56, 64))
+	fwd := torchKey(v7+"fwd", params(32, 64, 56, 64))
 	if err := h.Insert(fwd, perf(0, 0.05)); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, _ := h.Get(torchKey("bwd_data", params(32, 64, 56, 64))); ok {
+	if _, ok, _ := h.Get(torchKey(v7+"bwd_data", params(32, 64, 56, 64))); ok {
 		t.Fatal("hit before import")
 	}
 
@@ -113,7 +113,7 @@ func TestImportLive(t *testing.T) {
 		t.Fatalf("third import:\n%s", runs[2].stdout)
 	}
 	// The open handle sees the imported entries.
-	if v, ok, err := h.Get(torchKey("bwd_data", params(32, 64, 56, 64))); err != nil || !ok || string(v) != string(perf(0, 0.31)) {
+	if v, ok, err := h.Get(torchKey(v7+"bwd_data", params(32, 64, 56, 64))); err != nil || !ok || string(v) != string(perf(0, 0.31)) {
 		t.Fatalf("imported entry through the live handle: %v %v", ok, err)
 	}
 	if v, _, _ := h.Get(fwd); string(v) != string(perf(0, 0.05)) {

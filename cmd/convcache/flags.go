@@ -1,74 +1,28 @@
 package main
 
 import (
-	"github.com/convcache/convcache/cudnn"
-
 	"encoding/json"
-	"flag"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/convcache/convcache/cache"
+	"github.com/convcache/convcache/cudnn"
 	"github.com/convcache/convcache/internal/config"
 )
 
-// newFlags returns a flag set for a subcommand whose usage line is
-// "convcache NAME ARGS".
-func newFlags(e *env, name string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	for _, c := range commands {
-		if c.name == name {
-			fs.Usage = func() {
-				fmt.Fprintf(e.stderr, "usage: convcache %s %s\n  %s\n", name, c.args, c.summary)
-				fs.PrintDefaults()
-			}
-		}
-	}
-	return fs
-}
-
-// parse parses args, allowing flags before and after the positional
-// arguments (convcache stats PATH --json); everything after "--" is
-// positional. It returns the positional arguments.
-func parse(fs *flag.FlagSet, args []string) ([]string, error) {
-	var tail []string
-	for i, a := range args {
-		if a == "--" {
-			args, tail = args[:i], args[i+1:]
-			break
-		}
-	}
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if err == flag.ErrHelp {
-				return nil, err
-			}
-			return nil, quietErr{exitUsage} // the flag package printed why, and the usage
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			break
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
-	return append(pos, tail...), nil
-}
-
-// cachePath returns the one optional PATH argument, or the default cache
-// file, resolved as the engine resolves it.
-func cachePath(fs *flag.FlagSet, pos []string) (string, error) {
-	if len(pos) > 1 {
-		return "", usageErr("too many arguments %q: give at most one cache file (see convcache %s -h)", pos, fs.Name())
-	}
+// cachePath returns the optional PATH argument (atMostOnePath checked
+// that there is at most one), or the default cache file, resolved as the
+// engine resolves it.
+func cachePath(args []string) (string, error) {
 	p := ""
-	if len(pos) == 1 {
-		p = pos[0]
+	if len(args) == 1 {
+		p = args[0]
 	}
 	return resolve(p)
 }
@@ -86,17 +40,28 @@ func resolve(path string) (string, error) {
 	return cache.ResolvePath(path)
 }
 
-// strList is a repeatable string flag.
-type strList []string
+// durationValue is a duration flag whose error says what to give.
+type durationValue time.Duration
 
-func (l *strList) String() string     { return strings.Join(*l, ",") }
-func (l *strList) Set(v string) error { *l = append(*l, v); return nil }
+func (d *durationValue) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil || v < 0 {
+		return errors.New("give a duration such as 500ms, 10s or 2m")
+	}
+	*d = durationValue(v)
+	return nil
+}
 
-// lockTimeout adds --lock-timeout, defaulting to CONVCACHE_LOCK_TIMEOUT_MS.
-func lockTimeout(fs *flag.FlagSet) *time.Duration {
-	d := fs.Duration("lock-timeout", envOptions().LockTimeout,
-		"longest wait for the cache lock held by other processes (default $CONVCACHE_LOCK_TIMEOUT_MS or 5s)")
-	return d
+func (d *durationValue) String() string { return time.Duration(*d).String() }
+func (d *durationValue) Type() string   { return "duration" }
+
+// lockTimeout adds --lock-timeout, whose default is
+// CONVCACHE_LOCK_TIMEOUT_MS (else 5s), as the library's.
+func lockTimeout(fs *pflag.FlagSet) *time.Duration {
+	d := envOptions().LockTimeout
+	fs.Var((*durationValue)(&d), "lock-timeout",
+		"wait at most `D` for the cache lock that other processes hold, as CONVCACHE_LOCK_TIMEOUT_MS does for the library")
+	return &d
 }
 
 // parseAge parses a duration such as 90m, 36h, 30d, 2w or 4d12h: Go's

@@ -2,24 +2,41 @@ package main
 
 import (
 	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/convcache/convcache/cache"
 )
 
-func runImport(e *env, args []string) error {
-	fl := newFlags(e, "import")
-	into := fl.String("cache", "", "the live cache to import into (default: the default cache file)")
-	var scopes strList
-	fl.Var(&scopes, "scope", "import only this scope: a name, current, or #HASH (repeatable)")
-	timeout := lockTimeout(fl)
-	bundles, err := parse(fl, args)
-	if err != nil {
-		return err
+func newImportCmd(e *env) *cobra.Command {
+	var into string
+	var scopes []string
+	var timeout *time.Duration
+	c := &cobra.Command{
+		Use:   "import [--cache PATH] [--scope S]... FILE...",
+		Short: "merge bundles into the live cache",
+		Long: `Merges bundles (or any cache files) into the live cache, by the same rules as
+merge, while other processes use it: it holds the cache's lock while it
+merges (writers wait at most their lock timeout, keeping their entries in
+memory meanwhile) and publishes the result by rename, so no append is lost
+and no reader sees a partial file; open handles pick the new file up on
+their next miss. The cache file is created if missing.`,
+		RunE: func(c *cobra.Command, args []string) error {
+			return runImport(e, c, args, into, scopes, *timeout)
+		},
 	}
+	c.Flags().StringVar(&into, "cache", "", "the live cache `PATH` to import into; without it, the default cache file")
+	c.Flags().StringArrayVar(&scopes, "scope", nil, "import only scope `S`: a name, current, or #HASH (repeatable)")
+	timeout = lockTimeout(c.Flags())
+	return c
+}
+
+func runImport(e *env, c *cobra.Command, bundles []string, into string, scopes []string, timeout time.Duration) error {
 	if len(bundles) == 0 {
-		return usageErr("name the bundles to import: convcache import [--cache PATH] FILE...")
+		return argErr(c, "name the bundles to import: convcache import [--cache PATH] FILE...")
 	}
-	path, err := resolve(*into)
+	path, err := resolve(into)
 	if err != nil {
 		return err
 	}
@@ -52,7 +69,7 @@ func runImport(e *env, args []string) error {
 	counts := map[outcome]int{}
 	bar := e.progress("importing", int64(len(incoming)))
 	bar.count = true
-	err = cache.Update(path, *timeout, func(live []cache.Entry) ([]cache.Entry, error) {
+	err = cache.Update(path, timeout, func(live []cache.Entry) ([]cache.Entry, error) {
 		m = newMerger()
 		clear(counts)
 		for _, en := range live {

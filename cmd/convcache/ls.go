@@ -9,6 +9,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/convcache/convcache/cache"
 	"github.com/convcache/convcache/cudnn"
 )
@@ -39,22 +42,55 @@ type entryJSON struct {
 // lsHexMax is how much of an undecoded key or value ls shows.
 const lsHexMax = 32
 
-func runLs(e *env, args []string) error { return list(e, "ls", args, false) }
+// listOptions are the flags of ls and dump.
+type listOptions struct {
+	json   bool
+	scopes []string
+}
 
-func list(e *env, name string, args []string, full bool) error {
-	fl := newFlags(e, name)
-	asJSON := fl.Bool("json", false, "print a JSON array")
-	var scopes strList
-	fl.Var(&scopes, "scope", "only this scope: a name, current, or #HASH (repeatable)")
-	pos, err := parse(fl, args)
+// decodingHelp says what ls and dump decode; both print it.
+const decodingHelp = `Keys of the layouts convcache knows are decoded through package cudnn:
+PyTorch's ConvolutionParams (104 bytes); the same behind a BenchmarkCache
+name, as convcache.hpp stores it; and the LD_PRELOAD interposer's find keys
+(they start with "ccf1"). A value is decoded as cuDNN perf structs only when
+its key says it holds them: an interposer key, or a BenchmarkCache name with
+a "cudnn" part that ends in the direction (torch.cudnn.v7.fwd,
+demo.cudnn.bwd_data, x.cudnn.bwd_filter). Any other value is shown as hex
+and its size. Scope names and other text from the file are printed with
+control characters escaped (\x1b, \r, \u202e, ...).`
+
+func newLsCmd(e *env) *cobra.Command {
+	var o listOptions
+	c := &cobra.Command{
+		Use:   "ls [PATH] [--scope S]... [--json]",
+		Short: "list entries, decoded where the layout is known",
+		Long: `Lists entries, one line each, grouped by scope, for example
+
+  torch.cudnn.v7.fwd float NCHW 32x64x56x56 * 64x64x3x3 pad 1 stride 1 -> IMPLICIT_PRECOMP_GEMM 0.12 ms ws 0 B
+
+` + decodingHelp + `
+ls shortens hex to 32 bytes.
+
+With --json it prints an array of objects: scope, scope_hash, layout, name,
+op, key, value, time_ms, key_bytes, value_bytes, inserted, used.`,
+		Args: atMostOnePath,
+		RunE: func(c *cobra.Command, args []string) error { return list(e, "ls", args, o, false) },
+	}
+	o.addFlags(c.Flags())
+	return c
+}
+
+func (o *listOptions) addFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.json, "json", false, "print a JSON array")
+	fs.StringArrayVar(&o.scopes, "scope", nil, "only scope `S`: a name, current, or #HASH (repeatable)")
+}
+
+func list(e *env, name string, args []string, o listOptions, full bool) error {
+	path, err := cachePath(args)
 	if err != nil {
 		return err
 	}
-	path, err := cachePath(fl, pos)
-	if err != nil {
-		return err
-	}
-	filter, err := newScopeFilter(scopes)
+	filter, err := newScopeFilter(o.scopes)
 	if err != nil {
 		return err
 	}
@@ -79,7 +115,7 @@ func list(e *env, name string, args []string, full bool) error {
 	if full {
 		hexMax = 0
 	}
-	if *asJSON {
+	if o.json {
 		out := make([]entryJSON, 0, len(entries))
 		for _, en := range entries {
 			out = append(out, toJSON(en, hexMax, full))

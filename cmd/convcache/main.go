@@ -2,11 +2,12 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/convcache/convcache/cache"
 	"github.com/convcache/convcache/cudnn"
@@ -28,77 +29,35 @@ type env struct {
 	stderr io.Writer
 }
 
-type command struct {
-	name    string
-	args    string
-	summary string
-	run     func(e *env, args []string) error
-}
-
-var commands []command
-
-func init() {
-	commands = []command{
-		{"stats", "[PATH] [--json]", "summarise a cache file, its tiers and its health", runStats},
-		{"ls", "[PATH] [--scope S]... [--json]", "list entries, decoded where the layout is known", runLs},
-		{"dump", "[PATH] [--scope S]... [--json]", "list entries in full detail, with hex", runDump},
-		{"verify", "[PATH] [--json] [--strict]", "check every record; exit 1 on damage", runVerify},
-		{"compact", "[PATH] [--lock-timeout D]", "rewrite the file as a snapshot under the lock", runCompact},
-		{"prune", "[PATH] [--scope S]... [--keep-scope S]... [--older-than D] [--max-bytes N] [--dry-run]", "remove entries", runPrune},
-		{"merge", "A B... -o OUT", "combine cache files into a new one", runMerge},
-		{"export", "[PATH] [--scope S]... -o FILE", "write a portable bundle of some scopes", runExport},
-		{"import", "[--cache PATH] [--scope S]... FILE...", "merge bundles into the live cache", runImport},
-		{"scope", "[--device N] [--json]", "print this machine's fingerprint for each device", runScope},
-	}
-}
-
 func main() {
 	os.Exit(run(os.Args[1:], &env{stdout: os.Stdout, stderr: os.Stderr}))
 }
 
-func usage(w io.Writer) {
-	fmt.Fprintf(w, "usage: convcache COMMAND [ARGS]\n\n")
-	for _, c := range commands {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
-	}
-	fmt.Fprintf(w, "\nPATH defaults to the default cache file ($CONVCACHE_PATH, else\n"+
-		"$XDG_CACHE_HOME/convcache/cache.ccdb, else ~/.cache/convcache/cache.ccdb).\n"+
-		"Run convcache COMMAND -h for a command's options.\n\n"+
-		"exit codes: 0 ok, 1 damage found, 2 usage, 3 I/O or format error,\n"+
-		"            4 no device fingerprint, 5 cache lock busy\n")
-}
-
+// run executes the command line args and returns the exit code. Every
+// error is printed here, as one line: "convcache CMD: what went wrong; what
+// to do". A bad flag or argument also prints the command's usage.
 func run(args []string, e *env) int {
-	if len(args) == 0 {
-		usage(e.stderr)
-		return exitUsage
+	root := newRoot(e)
+	if args == nil {
+		args = []string{} // cobra reads os.Args when given nil
 	}
-	name := args[0]
-	switch name {
-	case "-h", "-help", "--help", "help":
-		usage(e.stdout)
+	root.SetArgs(args)
+	cmd, err := root.ExecuteC()
+	if err == nil {
 		return exitOK
 	}
-	for _, c := range commands {
-		if c.name != name {
-			continue
-		}
-		err := c.run(e, args[1:])
-		if err == nil {
-			return exitOK
-		}
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		code := exitCode(err)
-		var q quietErr
-		if !errors.As(err, &q) {
-			fmt.Fprintf(e.stderr, "convcache %s: %s\n", name, message(err))
-		}
-		return code
+	if cmd == nil {
+		cmd = root
 	}
-	fmt.Fprintf(e.stderr, "convcache: unknown command %q; run convcache help for the list\n", name)
-	return exitUsage
+	var q quietErr
+	if !errors.As(err, &q) {
+		fmt.Fprintf(e.stderr, "%s: %s\n", cmd.CommandPath(), message(err))
+	}
+	var a *argError
+	if errors.As(err, &a) {
+		printUsage(e.stderr, a.cmd)
+	}
+	return exitCode(err)
 }
 
 // exitErr carries an exit code chosen by a subcommand.
@@ -116,6 +75,20 @@ func withCode(code int, format string, args ...any) error {
 
 func usageErr(format string, args ...any) error { return withCode(exitUsage, format, args...) }
 
+// argError is a bad flag or argument: it exits with exitUsage, and the
+// command's usage follows its line.
+type argError struct {
+	cmd *cobra.Command
+	err error
+}
+
+func (a *argError) Error() string { return a.err.Error() }
+func (a *argError) Unwrap() error { return a.err }
+
+func argErr(cmd *cobra.Command, format string, args ...any) error {
+	return &argError{cmd, fmt.Errorf(format, args...)}
+}
+
 // quietErr is an exit status whose report the subcommand already printed.
 type quietErr struct{ code int }
 
@@ -129,6 +102,10 @@ func exitCode(err error) int {
 	var x *exitErr
 	if errors.As(err, &x) {
 		return x.code
+	}
+	var a *argError
+	if errors.As(err, &a) {
+		return exitUsage
 	}
 	switch {
 	case errors.Is(err, cache.ErrLock):

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/spf13/cobra"
+
 	"github.com/convcache/convcache/cache"
 )
 
@@ -152,20 +154,32 @@ func (e *env) readInputs(cmd string, paths []string) ([]*cache.File, error) {
 	return out, nil
 }
 
-func runMerge(e *env, args []string) error {
-	fl := newFlags(e, "merge")
-	out := fl.String("o", "", "the new cache file to write (must not exist)")
-	var scopes strList
-	fl.Var(&scopes, "scope", "only this scope: a name, current, or #HASH (repeatable)")
-	inputs, err := parse(fl, args)
-	if err != nil {
-		return err
+func newMergeCmd(e *env) *cobra.Command {
+	var out string
+	var scopes []string
+	c := &cobra.Command{
+		Use:   "merge A B... -o OUT [--scope S]...",
+		Short: "combine cache files into a new one",
+		Long: `Combines cache files (or bundles) into a new file OUT, which must not exist.
+
+Where two files hold different values for one key of one scope, the value
+with the faster measured time is kept when both are decoded cuDNN perf
+results (a failed measurement never wins), and the entry inserted later
+otherwise. Each conflict is printed with both values, where each came from,
+and why one was kept.`,
+		RunE: func(c *cobra.Command, args []string) error { return runMerge(e, c, args, out, scopes) },
 	}
-	if *out == "" || len(inputs) == 0 {
-		return usageErr("give the inputs and the output: convcache merge A B... -o OUT")
+	c.Flags().StringVarP(&out, "output", "o", "", "the new cache file to write (it must not exist)")
+	c.Flags().StringArrayVar(&scopes, "scope", nil, "only scope `S`: a name, current, or #HASH (repeatable)")
+	return c
+}
+
+func runMerge(e *env, c *cobra.Command, inputs []string, out string, scopes []string) error {
+	if out == "" || len(inputs) == 0 {
+		return argErr(c, "give the inputs and the output: convcache merge A B... -o OUT")
 	}
-	if _, err := os.Lstat(*out); err == nil {
-		return usageErr("%s already exists: merge writes a new file; remove it, choose another name, or use convcache import to merge into an existing cache", *out)
+	if _, err := os.Lstat(out); err == nil {
+		return usageErr("%s already exists: merge writes a new file; remove it, choose another name, or use convcache import to merge into an existing cache", out)
 	}
 	filter, err := newScopeFilter(scopes)
 	if err != nil {
@@ -185,17 +199,17 @@ func runMerge(e *env, args []string) error {
 		}
 	}
 	all := m.entries()
-	if err := cache.WriteNew(*out, all); err != nil {
+	if err := cache.WriteNew(out, all); err != nil {
 		return err
 	}
 	printConflicts(e.stdout, m.conflicts)
-	fi, _ := os.Stat(*out)
+	fi, _ := os.Stat(out)
 	var size int64
 	if fi != nil {
 		size = fi.Size()
 	}
 	fmt.Fprintf(e.stdout, "merged %d file(s) into %s: %d entries in %d scope(s), %s; %d held by several files with equal values, %d conflict(s)\n",
-		len(files), *out, len(all), countScopes(all), bytesText(size), counts[same], len(m.conflicts))
+		len(files), out, len(all), countScopes(all), bytesText(size), counts[same], len(m.conflicts))
 	return nil
 }
 

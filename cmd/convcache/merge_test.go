@@ -15,8 +15,8 @@ func TestMerge(t *testing.T) {
 	a, b, out := filepath.Join(dir, "a.ccdb"), filepath.Join(dir, "b.ccdb"), filepath.Join(dir, "out.ccdb")
 	old := time.Now().Add(-48 * time.Hour)
 	recent := time.Now().Add(-time.Hour)
-	conv := torchKey("fwd", params(32, 64, 56, 64))
-	conv2 := torchKey("bwd_data", params(16, 32, 28, 32))
+	conv := torchKey(v7+"fwd", params(32, 64, 56, 64))
+	conv2 := torchKey(v7+"bwd_data", params(16, 32, 28, 32))
 	writeFile(t, a,
 		// Known layout: a's value is newer but slower.
 		entry(gpuA, conv, perf(2, 0.20), recent, recent),
@@ -33,10 +33,10 @@ func TestMerge(t *testing.T) {
 		entry(gpuA, conv2, perf(0, 0.3), old, recent),
 		// Known layout, but a failed measurement: the successful one wins
 		// whatever the times.
-		entry(gpuA, torchKey("fwd", params(1, 3, 8, 3)), cacheFailedPerf(), recent, recent),
+		entry(gpuA, torchKey(v7+"fwd", params(1, 3, 8, 3)), cacheFailedPerf(), recent, recent),
 	)
 	writeFile(t, filepath.Join(dir, "c.ccdb"),
-		entry(gpuA, torchKey("fwd", params(1, 3, 8, 3)), perf(4, 9.5), old, old),
+		entry(gpuA, torchKey(v7+"fwd", params(1, 3, 8, 3)), perf(4, 9.5), old, old),
 	)
 	r := mustRun(t, exitOK, nil, "merge", a, b, filepath.Join(dir, "c.ccdb"), "-o", out)
 	if !strings.Contains(r.stdout, "merged 3 file(s) into "+out+": 5 entries in 2 scope(s)") ||
@@ -44,11 +44,11 @@ func TestMerge(t *testing.T) {
 		t.Fatalf("stdout:\n%s", r.stdout)
 	}
 	for _, w := range []string{
-		"conflict: scope " + gpuA + ": fwd float NCHW 32x64x56x56 * 64x64x3x3 pad 1 stride 1\n" +
+		"conflict: scope " + gpuA + ": " + v7 + "fwd float NCHW 32x64x56x56 * 64x64x3x3 pad 1 stride 1\n" +
 			"  kept    IMPLICIT_PRECOMP_GEMM 0.1 ms ws 0 B (" + b + ")\n" +
 			"  dropped GEMM 0.2 ms ws 0 B (" + a + ")\n" +
 			"  because faster measured time (0.1 ms vs 0.2 ms)",
-		"kept    6e6577 (" + b + ")\n  dropped 6f6c64 (" + a + ")\n  because newer entry",
+		"kept    6e6577 (3 B) (" + b + ")\n  dropped 6f6c64 (3 B) (" + a + ")\n  because newer entry",
 		"kept    FFT 9.5 ms ws 0 B (" + filepath.Join(dir, "c.ccdb") + ")",
 		"because the other value has no successful measurement",
 	} {
@@ -105,7 +105,7 @@ func TestMergeTies(t *testing.T) {
 	dir := t.TempDir()
 	a, b, out := filepath.Join(dir, "a.ccdb"), filepath.Join(dir, "b.ccdb"), filepath.Join(dir, "out.ccdb")
 	at := time.Now().Add(-time.Hour)
-	k := torchKey("fwd", params(2, 2, 2, 2))
+	k := torchKey(v7+"fwd", params(2, 2, 2, 2))
 	writeFile(t, a, entry("s", k, perf(1, 0.5), at.Add(time.Minute), at), entry("s", []byte("x"), []byte("1"), at, at))
 	writeFile(t, b, entry("s", k, perf(2, 0.5), at, at), entry("s", []byte("x"), []byte("2"), at, at))
 	mustRun(t, exitOK, nil, "merge", a, b, "-o", out)

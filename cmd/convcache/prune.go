@@ -8,6 +8,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/convcache/convcache/cache"
 	"github.com/convcache/convcache/internal/config"
 )
@@ -68,50 +70,74 @@ func (r *pruneRules) prune(in []cache.Entry, now time.Time) ([]cache.Entry, []re
 
 var errNothingToPrune = errors.New("nothing to prune")
 
-func runPrune(e *env, args []string) error {
-	fl := newFlags(e, "prune")
-	var only, keep strList
-	fl.Var(&only, "scope", "prune only this scope: a name, current, or #HASH (repeatable); alone, removes the scope")
-	fl.Var(&keep, "keep-scope", "remove every scope but this one: a name, current (this machine's), or #HASH (repeatable)")
-	older := fl.String("older-than", "", "remove entries not used for this long: 90m, 36h, 30d, 2w")
-	maxBytes := fl.String("max-bytes", "", "evict the least recently used entries until the rest take at most this many bytes: 512M, 2G")
-	dry := fl.Bool("dry-run", false, "print what would be removed; change nothing")
-	timeout := lockTimeout(fl)
-	pos, err := parse(fl, args)
-	if err != nil {
-		return err
+// pruneOptions are prune's flags.
+type pruneOptions struct {
+	only, keep      []string
+	older, maxBytes string
+	dry             bool
+	timeout         *time.Duration
+}
+
+func newPruneCmd(e *env) *cobra.Command {
+	var o pruneOptions
+	c := &cobra.Command{
+		Use:   "prune [PATH] [--scope S]... [--keep-scope S]... [--older-than D] [--max-bytes N] [--dry-run]",
+		Short: "remove entries",
+		Long: `Removes entries under the cache's lock, and prints each one with the reason.
+
+--scope S limits prune to scope S (alone, it removes that scope);
+--keep-scope S removes every other scope (--keep-scope current keeps this
+machine's, after a driver or cuDNN upgrade); --older-than D removes entries
+not used for D (use is recorded when a process saves or closes its handle);
+--max-bytes N then evicts the least recently used entries until the rest take
+at most N bytes, counting keys, values and 16 bytes per entry as
+CONVCACHE_MAX_BYTES does. --dry-run only prints.`,
+		Args: atMostOnePath,
+		RunE: func(c *cobra.Command, args []string) error { return runPrune(e, c, args, &o) },
 	}
-	path, err := cachePath(fl, pos)
+	fs := c.Flags()
+	fs.StringArrayVar(&o.only, "scope", nil, "prune only scope `S`: a name, current, or #HASH (repeatable); alone, remove the scope")
+	fs.StringArrayVar(&o.keep, "keep-scope", nil, "remove every scope but `S`: a name, current (this machine's), or #HASH (repeatable)")
+	fs.StringVar(&o.older, "older-than", "", "remove entries not used for `D`: 90m, 36h, 30d, 2w, 4d12h")
+	fs.StringVar(&o.maxBytes, "max-bytes", "", "then evict the least recently used entries until the rest take at most `N` bytes: 512M, 2G")
+	fs.BoolVar(&o.dry, "dry-run", false, "print what would be removed; change nothing")
+	o.timeout = lockTimeout(fs)
+	return c
+}
+
+func runPrune(e *env, c *cobra.Command, args []string, o *pruneOptions) error {
+	path, err := cachePath(args)
 	if err != nil {
 		return err
 	}
 	r := pruneRules{maxBytes: -1}
-	if *older != "" {
-		if r.olderThan, err = parseAge(*older); err != nil || r.olderThan == 0 {
-			return usageErr("--older-than %q: give a positive duration such as 90m, 36h, 30d or 2w", *older)
+	if o.older != "" {
+		if r.olderThan, err = parseAge(o.older); err != nil || r.olderThan == 0 {
+			return argErr(c, "--older-than %q: give a positive duration such as 90m, 36h, 30d or 2w", o.older)
 		}
 	}
-	if *maxBytes != "" {
-		n, ok := config.ParseBytes(*maxBytes)
+	if o.maxBytes != "" {
+		n, ok := config.ParseBytes(o.maxBytes)
 		if !ok {
-			return usageErr("--max-bytes %q: give a size such as 1048576, 512M or 2G", *maxBytes)
+			return argErr(c, "--max-bytes %q: give a size such as 1048576, 512M or 2G", o.maxBytes)
 		}
 		r.maxBytes = n
 	}
-	if len(only) == 0 && len(keep) == 0 && r.olderThan == 0 && r.maxBytes < 0 {
-		return usageErr("say what to prune: --scope, --keep-scope, --older-than or --max-bytes (see convcache prune -h)")
+	if len(o.only) == 0 && len(o.keep) == 0 && r.olderThan == 0 && r.maxBytes < 0 {
+		return argErr(c, "say what to prune: --scope, --keep-scope, --older-than or --max-bytes")
 	}
-	if r.only, err = newScopeFilter(only); err != nil {
+	if r.only, err = newScopeFilter(o.only); err != nil {
 		return err
 	}
-	if r.keep, err = newScopeFilter(keep); err != nil {
+	if r.keep, err = newScopeFilter(o.keep); err != nil {
 		return err
 	}
+	dry, timeout := o.dry, *o.timeout
 
 	now := time.Now()
 	var gone []removal
 	var left int
-	if *dry {
+	if dry {
 		f, err := e.readCache(path, "reading "+path)
 		if err != nil {
 			return err
@@ -123,7 +149,7 @@ func runPrune(e *env, args []string) error {
 		if _, err := e.readCache(path, "reading "+path); err != nil {
 			return err // a clear message for a missing or foreign file
 		}
-		err = cache.Rewrite(path, *timeout, func(in []cache.Entry) ([]cache.Entry, error) {
+		err = cache.Rewrite(path, timeout, func(in []cache.Entry) ([]cache.Entry, error) {
 			rest, g := r.prune(in, now)
 			gone, left = g, len(rest)
 			if len(g) == 0 {
@@ -138,7 +164,7 @@ func runPrune(e *env, args []string) error {
 	w := bufio.NewWriter(e.stdout)
 	defer w.Flush()
 	verb := "removed"
-	if *dry {
+	if dry {
 		verb = "would remove"
 	}
 	var bytes int64

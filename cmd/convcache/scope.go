@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/convcache/convcache/cache"
 	"github.com/convcache/convcache/cudnn"
 	"github.com/convcache/convcache/internal/config"
@@ -28,24 +30,39 @@ type scopeJSON struct {
 	Warning  string       `json:"warning,omitempty"`
 }
 
-func runScope(e *env, args []string) error {
-	fl := newFlags(e, "scope")
-	asJSON := fl.Bool("json", false, "print JSON")
-	device := fl.Int("device", -1, "print only this device's scope string, nothing else")
-	pos, err := parse(fl, args)
-	if err != nil {
-		return err
+func newScopeCmd(e *env) *cobra.Command {
+	var asJSON bool
+	var device int
+	c := &cobra.Command{
+		Use:   "scope [--device N] [--json]",
+		Short: "print this machine's fingerprint for each device",
+		Long: `Prints this machine's fingerprint (the scope its results are stored under)
+for each CUDA device, or why there is none (exit 4). CONVCACHE_SCOPE, when
+set, is the scope of every device. --device N prints only device N's scope
+string, as the library computes it, for scripts.`,
+		Args: noArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			if !c.Flags().Changed("device") {
+				device = -1
+			} else if device < 0 {
+				return argErr(c, "--device %d: give a device ordinal, 0 or more", device)
+			}
+			return runScope(e, device, asJSON)
+		},
 	}
-	if len(pos) > 0 {
-		return usageErr("unexpected arguments %q (see convcache scope -h)", pos)
-	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	c.Flags().IntVar(&device, "device", 0, "print only device `N`'s scope string, nothing else")
+	return c
+}
+
+func runScope(e *env, device int, asJSON bool) error {
 	r := scopeJSON{Devices: []deviceJSON{}}
 	if s, _ := config.LookupEnv("CONVCACHE_SCOPE"); s != "" {
 		r.Override = s
 	}
-	if *device >= 0 {
+	if device >= 0 {
 		// One device, as the library computes it (CONVCACHE_SCOPE included).
-		s, err := cudnn.Scope(*device)
+		s, err := cudnn.Scope(device)
 		if err != nil {
 			return noDevice(err)
 		}
@@ -54,7 +71,7 @@ func runScope(e *env, args []string) error {
 	}
 	devs, partial, err := probeDevices()
 	if err != nil && r.Override == "" {
-		if *asJSON {
+		if asJSON {
 			r.Error = noDevice(err).Error()
 			writeJSON(e.stdout, r)
 		}
@@ -74,19 +91,19 @@ func runScope(e *env, args []string) error {
 	if partial != nil {
 		r.Warning = partial.Error()
 	}
-	if *asJSON {
+	if asJSON {
 		return writeJSON(e.stdout, r)
 	}
 	w := e.stdout
 	if r.Override != "" {
-		fmt.Fprintf(w, "CONVCACHE_SCOPE overrides the fingerprint of every device:\n  scope %s\n", r.Override)
+		fmt.Fprintf(w, "CONVCACHE_SCOPE overrides the fingerprint of every device:\n  scope %s\n", safeText(r.Override))
 		if len(devs) == 0 {
 			fmt.Fprintf(w, "(no device could be read: %v)\n", err)
 		}
 	}
 	for _, d := range r.Devices {
 		fmt.Fprintf(w, "device %d: %s (compute %s, %d SMs), CUDA driver %d, cuDNN %d (for CUDA %d)\n  scope %s\n",
-			d.Ordinal, d.Name, d.CC, d.SMs, d.Driver, d.CuDNN, d.Cudart, d.Scope)
+			d.Ordinal, safeText(d.Name), d.CC, d.SMs, d.Driver, d.CuDNN, d.Cudart, safeText(d.Scope))
 	}
 	if partial != nil {
 		fmt.Fprintf(e.stderr, "convcache scope: warning: %v\n", partial)

@@ -110,13 +110,14 @@ func (f *scopeFilter) String() string {
 	return strings.Join(f.names, ", ")
 }
 
-// scopeLabel names a scope for people: its name, or its hash when the file
-// never named it.
+// scopeLabel names a scope for people, in text output: its name, with
+// control characters escaped (a name is read from the file, and may hold
+// terminal escapes), or its hash when the file never named it.
 func scopeLabel(name string, hash uint64) string {
 	if name == "" {
 		return fmt.Sprintf("(unnamed #%016x)", hash)
 	}
-	return name
+	return safeText(name)
 }
 
 func hashText(h uint64) string { return fmt.Sprintf("#%016x", h) }

@@ -10,6 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/convcache/convcache/cache"
 	"github.com/convcache/convcache/internal/config"
 	"github.com/convcache/convcache/remote"
@@ -23,7 +25,7 @@ type fileReport struct {
 	Error          string         `json:"error,omitempty"`
 	Size           int64          `json:"size"`
 	Version        uint32         `json:"version,omitempty"`
-	LastCompaction *time.Time     `json:"last_compaction,omitempty"`
+	LastCompaction *time.Time     `json:"last_compaction"`
 	SnapshotBytes  int64          `json:"snapshot_bytes"`
 	JournalBytes   int64          `json:"journal_bytes"`
 	Records        int            `json:"records"`
@@ -69,14 +71,29 @@ type statsReport struct {
 	Warnings   []string      `json:"warnings"`
 }
 
-func runStats(e *env, args []string) error {
-	fl := newFlags(e, "stats")
-	asJSON := fl.Bool("json", false, "print JSON")
-	pos, err := parse(fl, args)
-	if err != nil {
-		return err
+func newStatsCmd(e *env) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "stats [PATH] [--json]",
+		Short: "summarise a cache file, its tiers and its health",
+		Long: `Prints entries, bytes and last use per scope; the file's size split into the
+compacted snapshot and the journal appended since; the time of the last
+compaction ("never" for a file that was never compacted); the file system
+(with a warning on a network file system); damage (a torn tail apart from
+corrupt records); the mode and bounds the environment sets (CONVCACHE_MODE,
+CONVCACHE_MAX_BYTES, CONVCACHE_MAX_ENTRIES); the read-only system tier
+(CONVCACHE_SYSTEM_PATH); and whether the remote tier (CONVCACHE_REMOTE)
+answers one read-only lookup. A cache file that does not exist yet is
+reported as such, not as an error.`,
+		Args: atMostOnePath,
+		RunE: func(c *cobra.Command, args []string) error { return runStats(e, args, asJSON) },
 	}
-	path, err := cachePath(fl, pos)
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func runStats(e *env, args []string, asJSON bool) error {
+	path, err := cachePath(args)
 	if err != nil {
 		return err
 	}
@@ -109,7 +126,7 @@ func runStats(e *env, args []string) error {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("remote tier %s: %s (jobs carry on with the local file)", r.Remote.URL, r.Remote.Error))
 		}
 	}
-	if *asJSON {
+	if asJSON {
 		return writeJSON(e.stdout, r)
 	}
 	printStats(e.stdout, &r)
@@ -129,8 +146,15 @@ func reportFile(path string) (*fileReport, error) {
 	}
 	r.Exists = true
 	r.Size, r.Version = f.Size, f.Version
-	created := f.Created
-	r.LastCompaction = &created
+	if f.SnapshotBytes > 0 {
+		// Only compaction (and merge, export and import, which write
+		// compacted files) writes a snapshot; the header's time is when
+		// that file was written. A file that starts with its journal
+		// was created by a writer and never compacted: its header's
+		// time is its creation.
+		created := f.Created
+		r.LastCompaction = &created
+	}
 	r.SnapshotBytes, r.JournalBytes, r.Records = f.SnapshotBytes, f.JournalBytes, f.Frames
 	r.FSType, r.NetworkFS = f.FSType, f.NetworkFS
 	lastUsed := map[uint64]time.Time{}
@@ -209,9 +233,11 @@ func printFile(w io.Writer, now time.Time, r *fileReport) {
 	fmt.Fprintf(tw, "file system\t%s\n", fsName)
 	fmt.Fprintf(tw, "size\t%s (snapshot %s, journal %s, %d records, format %d)\n", bytesText(r.Size),
 		bytesText(r.SnapshotBytes), bytesText(r.JournalBytes), r.Records, r.Version)
+	lastCompaction := "never"
 	if r.LastCompaction != nil {
-		fmt.Fprintf(tw, "last compaction\t%s\n", timeText(now, *r.LastCompaction))
+		lastCompaction = timeText(now, *r.LastCompaction)
 	}
+	fmt.Fprintf(tw, "last compaction\t%s\n", lastCompaction)
 	fmt.Fprintf(tw, "entries\t%d in %d scope(s)\n", r.Entries, len(r.Scopes))
 	switch {
 	case len(r.Corrupt) > 0:

@@ -41,8 +41,13 @@ func TestStats(t *testing.T) {
 	if c.FSType == "" || c.NetworkFS || c.TornTail != nil || len(c.Corrupt) != 0 || len(s.Warnings) != 0 {
 		t.Fatalf("health %+v, warnings %q", c, s.Warnings)
 	}
-	if c.LastCompaction == nil || time.Since(*c.LastCompaction) > time.Minute {
-		t.Fatalf("last compaction %v", c.LastCompaction)
+	// Created by writers, never compacted: the header's time is the
+	// file's creation, not a compaction.
+	if c.LastCompaction != nil {
+		t.Fatalf("last compaction %v, want never", c.LastCompaction)
+	}
+	if r := mustRun(t, exitOK, nil, "stats", path); !strings.Contains(r.stdout, "last compaction  never\n") {
+		t.Fatalf("stats of a file never compacted:\n%s", r.stdout)
 	}
 	if s.Mode != "rw" || s.System != nil || s.Remote != nil {
 		t.Fatalf("tiers %+v", s)
@@ -53,6 +58,9 @@ func TestStats(t *testing.T) {
 	c = stats(t, nil, path).Cache
 	if c.JournalBytes != 0 || c.SnapshotBytes != c.Size-32 || c.Entries != 4 {
 		t.Fatalf("after compact %+v", c)
+	}
+	if c.LastCompaction == nil || time.Since(*c.LastCompaction) > time.Minute {
+		t.Fatalf("last compaction %v, want now", c.LastCompaction)
 	}
 
 	// The text form, from the default path.

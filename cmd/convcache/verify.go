@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/spf13/cobra"
+
 	"github.com/convcache/convcache/cache"
 )
 
@@ -21,15 +23,30 @@ type verifyReport struct {
 	Warnings []string       `json:"warnings"`
 }
 
-func runVerify(e *env, args []string) error {
-	fl := newFlags(e, "verify")
-	asJSON := fl.Bool("json", false, "print JSON")
-	strict := fl.Bool("strict", false, "count a torn tail as damage too")
-	pos, err := parse(fl, args)
-	if err != nil {
-		return err
+func newVerifyCmd(e *env) *cobra.Command {
+	var asJSON, strict bool
+	c := &cobra.Command{
+		Use:   "verify [PATH] [--strict] [--json]",
+		Short: "check every record; exit 1 on damage",
+		Long: `Reads every record and checks its CRC-32C, the header and the file's
+structure, and prints each damaged range with its offset; exits 1 when it
+finds damage.
+
+A torn tail (a last record cut short) is a warning, not damage: it is what a
+writer killed mid-append leaves, or what a writer appending at this moment
+looks like; it loses nothing that was acknowledged, and the next writer
+removes it. --strict counts it as damage too. convcache compact drops
+damage.`,
+		Args: atMostOnePath,
+		RunE: func(c *cobra.Command, args []string) error { return runVerify(e, args, asJSON, strict) },
 	}
-	path, err := cachePath(fl, pos)
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	c.Flags().BoolVar(&strict, "strict", false, "count a torn tail as damage too")
+	return c
+}
+
+func runVerify(e *env, args []string, asJSON, strict bool) error {
+	path, err := cachePath(args)
 	if err != nil {
 		return err
 	}
@@ -43,10 +60,10 @@ func runVerify(e *env, args []string) error {
 	case err != nil:
 		return err
 	default:
-		checkFile(&r, f, *strict)
+		checkFile(&r, f, strict)
 	}
 	r.OK = len(r.Problems) == 0
-	if *asJSON {
+	if asJSON {
 		if err := writeJSON(e.stdout, r); err != nil {
 			return err
 		}

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -130,7 +133,7 @@ func TestCompact(t *testing.T) {
 		t.Logf("compacted %d -> %d bytes", before.Size(), f.Size)
 	}
 	// The handle still finds its entries and writes to the new file.
-	k := torchKey("fwd", params(32, 64, 56, 64))
+	k := torchKey(v7+"fwd", params(32, 64, 56, 64))
 	if v, ok, err := c.Get(k); err != nil || !ok || len(v) != 48 {
 		t.Fatalf("get after compact: %v %v", ok, err)
 	}
@@ -155,7 +158,31 @@ func TestCompact(t *testing.T) {
 	if !strings.Contains(r.stderr, path+".lock") || !strings.Contains(r.stderr, "--lock-timeout") {
 		t.Fatalf("stderr %q", r.stderr)
 	}
-	mustRun(t, exitIO, nil, "compact", filepath.Join(t.TempDir(), "none.ccdb"))
+	// A missing or empty file is nothing to do: one line, exit 0, and no
+	// file is made.
+	for _, c := range []struct{ name, content, why string }{
+		{"none.ccdb", "", "does not exist"},
+		{"empty.ccdb", "-", "is empty"},
+		{"header.ccdb", "header", "holds no records"},
+	} {
+		p := filepath.Join(t.TempDir(), c.name)
+		switch c.content {
+		case "-":
+			os.WriteFile(p, nil, 0o600)
+		case "header":
+			writeFile(t, p)
+		}
+		before, _ := os.ReadFile(p)
+		r := mustRun(t, exitOK, nil, "compact", p)
+		lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+		if len(lines) != 1 || !strings.HasPrefix(lines[0], p) || !strings.Contains(lines[0], c.why+": nothing to compact") || r.stderr != "" {
+			t.Errorf("compact of a file that %s: stdout %q stderr %q", c.why, r.stdout, r.stderr)
+		}
+		after, err := os.ReadFile(p)
+		if c.content == "" && !errors.Is(err, fs.ErrNotExist) || c.content != "" && !bytes.Equal(before, after) {
+			t.Errorf("compact of a file that %s changed it", c.why)
+		}
+	}
 
 	// Through a symbolic link: the file it names is replaced, under that
 	// file's lock, and the link stays a link.
