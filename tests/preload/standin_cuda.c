@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The driver's values, under its names (tests/realcudnn checks each one
+ * against the real cuda.h). */
 #define CUDA_SUCCESS 0
 #define CUDA_ERROR_INVALID_VALUE 1
 #define CUDA_ERROR_NOT_INITIALIZED 3
@@ -28,6 +30,10 @@
 #define CUDA_ERROR_INVALID_DEVICE 101
 #define CUDA_ERROR_INVALID_CONTEXT 201
 #define CUDA_ERROR_INVALID_HANDLE 400
+#define CUDA_ERROR_UNKNOWN 999
+#define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
 
 static int env_int(const char *name, int def) {
     const char *v = getenv(name);
@@ -97,9 +103,9 @@ int cuDeviceGetAttribute(int *out, int attr, int dev) {
     if (!out) return CUDA_ERROR_INVALID_VALUE;
     if (dev < 0 || dev >= device_count()) return CUDA_ERROR_INVALID_DEVICE;
     switch (attr) {
-    case 16: *out = 132 - 4 * dev; return CUDA_SUCCESS; /* multiprocessors */
-    case 75: *out = 9; return CUDA_SUCCESS;             /* compute capability major */
-    case 76: *out = 0; return CUDA_SUCCESS;             /* minor */
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *out = 132 - 4 * dev; return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *out = 9; return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *out = 0; return CUDA_SUCCESS;
     }
     return CUDA_ERROR_INVALID_VALUE;
 }
@@ -117,8 +123,8 @@ int cuDeviceTotalMem_v2(size_t *bytes, int dev) {
 int cuGetErrorName(int err, const char **s) {
     if (!s) return CUDA_ERROR_INVALID_VALUE;
     switch (err) {
-    case 100: *s = "CUDA_ERROR_NO_DEVICE"; return CUDA_SUCCESS;
-    case 999: *s = "CUDA_ERROR_UNKNOWN"; return CUDA_SUCCESS;
+    case CUDA_ERROR_NO_DEVICE: *s = "CUDA_ERROR_NO_DEVICE"; return CUDA_SUCCESS;
+    case CUDA_ERROR_UNKNOWN: *s = "CUDA_ERROR_UNKNOWN"; return CUDA_SUCCESS;
     }
     return CUDA_ERROR_INVALID_VALUE;
 }
