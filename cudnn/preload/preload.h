@@ -151,12 +151,13 @@ struct call {
 
 /* ---- the cache handles (handles.c) ------------------------------------- */
 
-/* libconvcache's functions, once library_ready() said so. */
+/* libconvcache's functions, once library_ready() said so (convcache_handle
+ * is convcache, under the name C++ can include this header with). */
 struct convcache_api {
-    int (*open)(const char *, const char *, convcache **);
-    int (*get_or_create)(convcache *, const void *, size_t, convcache_builder, void *, void *,
-                         size_t, size_t *);
-    int (*insert)(convcache *, const void *, size_t, const void *, size_t);
+    int (*open)(const char *, const char *, convcache_handle **);
+    int (*get_or_create)(convcache_handle *, const void *, size_t, convcache_builder, void *,
+                         void *, size_t, size_t *);
+    int (*insert)(convcache_handle *, const void *, size_t, const void *, size_t);
     int (*cudnn_scope)(int, char *, size_t);
     const char *(*last_error)(void);
 };
@@ -172,7 +173,7 @@ int library_ready(void);
 
 /* cache_for returns the handle for the call, or NULL to pass it through,
  * and sets c->dev and c->mem_limit. library_ready() said yes. */
-convcache *cache_for(struct call *c);
+convcache_handle *cache_for(struct call *c);
 
 /* ---- the key (key.c) ---------------------------------------------------- */
 
