@@ -15,6 +15,8 @@
  *
  * Streams and contexts: standin_cuda_stream(i) is a stream of device i;
  * standin_cuda_set_device(i) makes device i current for the calling thread.
+ * Device memory (cuMemAlloc_v2) is host memory, for programs such as
+ * bench/gpu/v7_find.c that run against the stand-ins on the CPU.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -25,6 +27,7 @@
  * against the real cuda.h). */
 #define CUDA_SUCCESS 0
 #define CUDA_ERROR_INVALID_VALUE 1
+#define CUDA_ERROR_OUT_OF_MEMORY 2
 #define CUDA_ERROR_NOT_INITIALIZED 3
 #define CUDA_ERROR_NO_DEVICE 100
 #define CUDA_ERROR_INVALID_DEVICE 101
@@ -163,5 +166,39 @@ int cuCtxPopCurrent_v2(void **ctx) {
     if (depth == 0) return CUDA_ERROR_INVALID_CONTEXT;
     if (ctx) *ctx = (void *)(uintptr_t)(current + 1);
     current = stack[--depth];
+    return CUDA_SUCCESS;
+}
+
+/* Primary contexts and memory, as bench/gpu/v7_find.c uses them. */
+int cuDevicePrimaryCtxRetain(void **ctx, int dev) {
+    NO_DRIVER_CHECK;
+    if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    if (!ctx) return CUDA_ERROR_INVALID_VALUE;
+    if (dev < 0 || dev >= device_count()) return CUDA_ERROR_INVALID_DEVICE;
+    *ctx = (void *)(uintptr_t)(dev + 1);
+    return CUDA_SUCCESS;
+}
+int cuCtxSetCurrent(void *ctx) {
+    NO_DRIVER_CHECK;
+    uintptr_t c = (uintptr_t)ctx;
+    if (c > (uintptr_t)device_count()) return CUDA_ERROR_INVALID_CONTEXT;
+    current = (int)c - 1;
+    return CUDA_SUCCESS;
+}
+int cuCtxSynchronize(void) {
+    NO_DRIVER_CHECK;
+    return CUDA_SUCCESS;
+}
+int cuMemAlloc_v2(unsigned long long *dptr, size_t bytes) {
+    NO_DRIVER_CHECK;
+    if (!dptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+    void *p = malloc(bytes);
+    if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
+    *dptr = (unsigned long long)(uintptr_t)p;
+    return CUDA_SUCCESS;
+}
+int cuMemFree_v2(unsigned long long dptr) {
+    NO_DRIVER_CHECK;
+    free((void *)(uintptr_t)dptr);
     return CUDA_SUCCESS;
 }

@@ -12,6 +12,8 @@
  *   STANDIN_CUDNN_VERSION  cudnnGetVersion (default 91300)
  *   STANDIN_FIND_STATUS    the find functions fail with this status (after
  *                          filling in results, which must not be used)
+ *   STANDIN_FIND_MS        each find call takes this long (default 0), as a
+ *                          benchmark would
  *   STANDIN_BAD_ALGO       the find functions return algorithm 99 first
  *   STANDIN_BAD_DIMS       a getter reports a dimension count out of range:
  *                          tensor or filter (9), conv (7), negative (tensor -1)
@@ -28,6 +30,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* cuDNN's values, under its names (tests/realcudnn checks each one against
  * the real headers). */
@@ -208,6 +211,11 @@ static int find(const void *handle, int ptrs_ok, int op, const void *d0, size_t 
                 const void *d1, size_t n1, const struct conv *conv, const void *d3, size_t n3, int requested, int *returned,
                 perf_t *perf, size_t ws, int ex) {
     __atomic_fetch_add(&find_calls, 1, __ATOMIC_RELAXED);
+    size_t ms = env_size("STANDIN_FIND_MS", 0);
+    if (ms) {
+        struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) != 0) {}
+    }
     if (!handle || !ptrs_ok || !d0 || !d1 || !conv || !d3 || !returned || !perf || requested < 1)
         return BAD_PARAM;
     static const int counts[4] = {0, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,

@@ -3,7 +3,8 @@
 # library (from PyPI, fetched by mk/nvidia.mk), on a machine without a GPU.
 #
 #   1. compile: the interposer (cudnn/preload/*.c), the fingerprint's probe
-#      (cudnn/probe.c) and the PyTorch example against the real headers
+#      (cudnn/probe.c), the GPU check's program (bench/gpu/v7_find.c) and the
+#      PyTorch example against the real headers
 #      (CONVCACHE_REAL_CUDNN), with -Werror: each interposed function must
 #      have the real prototype, each probe function type the real type;
 #   2. every cuDNN/CUDA value our C sources define by hand equals the real
@@ -36,7 +37,7 @@ version=$(sed -n 's/^#define CUDNN_\(MAJOR\|MINOR\|PATCHLEVEL\) \([0-9]*\).*/\2/
     "$site/nvidia/cudnn/include/cudnn_version.h" | paste -sd.)
 
 echo "== real-cudnn: compiling against cuDNN $version's headers"
-for f in cudnn/preload/*.c cudnn/probe.c; do
+for f in cudnn/preload/*.c cudnn/probe.c bench/gpu/v7_find.c; do
     echo "   $f"
     $CC $cflags -DCONVCACHE_REAL_CUDNN -Iinclude $inc -fsyntax-only "$f"
 done
@@ -45,7 +46,8 @@ $CXX $cflags -std=c++17 -DCONVCACHE_REAL_CUDNN -I"$build/include" $inc -fsyntax-
     examples/pytorch/conv_cache.cpp
 
 echo "== real-cudnn: values defined by hand"
-defined="cudnn/preload/preload.h cudnn/probe.c tests/preload/standin_cudnn.c tests/preload/standin_cuda.c"
+defined="cudnn/preload/preload.h cudnn/probe.c tests/preload/standin_cudnn.c tests/preload/standin_cuda.c
+         bench/gpu/v7_find.c"
 # shellcheck disable=SC2086
 python3 tests/realcudnn/gen.py defines $defined > "$out/defines_check.c"
 $CC $cflags $inc -fsyntax-only "$out/defines_check.c"
