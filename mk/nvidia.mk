@@ -16,7 +16,7 @@
 # For code compiled against the real headers: $(NVIDIA_REAL_CFLAGS), after
 # a prerequisite on nvidia-cudnn. $(NVIDIA_CUDNN_LIB) holds libcudnn.so.9.
 
-PIP            ?= python3 -m pip
+PIP            ?= PIP_ROOT_USER_ACTION=ignore python3 -m pip
 NVIDIA_WHEELS  ?= $(BUILD)/wheels
 NVIDIA_DIR     := $(BUILD)/nvidia
 NVIDIA_SITE    := $(NVIDIA_DIR)/site
@@ -56,7 +56,7 @@ $(TORCH_STAMP):
 	@rm -rf $(TORCH_VENV) && mkdir -p $(dir $(TORCH_VENV))
 	python3 -m venv $(TORCH_VENV)
 	@echo "torch: installing torch==$(TORCH_VERSION) (the CUDA wheel and its nvidia-* packages) into $(TORCH_VENV)"
-	@$(call pip_install,$(TORCH_VENV)/bin/pip install --quiet --disable-pip-version-check,torch==$(TORCH_VERSION),)
+	@$(call pip_install,PIP_ROOT_USER_ACTION=ignore $(TORCH_VENV)/bin/pip install --quiet --disable-pip-version-check,torch==$(TORCH_VERSION),)
 	@touch $@
 
 .PHONY: nvidia-cudnn nvidia-headers real-cudnn-check torch torch-check
