@@ -59,6 +59,11 @@ def read_torch(path):
     if not os.path.exists(path):
         return None
     steps, info = [], {}
+    err = path[:-len(".txt")] + ".err"
+    if os.path.exists(err):
+        m = re.search(r"convcache-preload: summary: finds (\d+), hits (\d+), misses (\d+)", open(err).read())
+        if m:
+            info["interposer"] = "%s finds, %s hits, %s misses" % m.groups()
     with open(path) as f:
         for line in f:
             w = line.split()
@@ -142,8 +147,8 @@ def main():
         out.append("PyTorch %s (cuDNN %s), ResNet-50 training step, torch.backends.cudnn.benchmark = True: "
                    "the first step at each input size runs the benchmarks." % (info.get("torch"), info.get("cudnn")))
         out.append("")
-        out.append("| run | path | first step per size (ms) | first steps, sum (ms) | second steps, sum (ms) |")
-        out.append("|---|---|---|---:|---:|")
+        out.append("| run | path | first step per size (ms) | first steps, sum (ms) | second steps, sum (ms) | interposer |")
+        out.append("|---|---|---|---:|---:|---|")
         labels = {"default": "PyTorch default, no convcache", "cold": "convcache run --torch-v7, fresh file",
                   "warm": "convcache run --torch-v7, same file again"}
         for name, r in runs:
@@ -152,9 +157,9 @@ def main():
                 failures.append("the PyTorch run %s failed" % name)
                 continue
             steps, i = r
-            out.append("| %s | %s | %s | %.1f | %.1f |" % (
+            out.append("| %s | %s | %s | %.1f | %.1f | %s |" % (
                 labels[name], i.get("path", "?"), ", ".join("%d: %.1f" % (s, f) for s, f, _ in steps),
-                sum(f for _, f, _ in steps), sum(x for _, _, x in steps)))
+                sum(f for _, f, _ in steps), sum(x for _, _, x in steps), i.get("interposer", "-")))
     table = "\n".join(out) + "\n"
     print(table)
     write_section(results, table)

@@ -122,8 +122,13 @@ elif ! "$PYTHON" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() 
     echo "skipped: $PYTHON cannot import torch with CUDA" > "$out/torch_skipped"
 else
     env -u TORCH_CUDNN_V8_API_DISABLED "$PYTHON" "$here/torch_step.py" > "$out/torch_default.txt"
-    CONVCACHE_PATH="$work/torch.ccdb" "$build/convcache" run --torch-v7 -- "$PYTHON" "$here/torch_step.py" > "$out/torch_cold.txt"
-    CONVCACHE_PATH="$work/torch.ccdb" "$build/convcache" run --torch-v7 -- "$PYTHON" "$here/torch_step.py" > "$out/torch_warm.txt"
+    # CONVCACHE_VERBOSE=1: the interposer's summary line (finds, hits, misses)
+    # goes to stderr at exit; report.py reads it.
+    for run in cold warm; do
+        CONVCACHE_VERBOSE=1 CONVCACHE_PATH="$work/torch.ccdb" "$build/convcache" run --torch-v7 -- \
+            "$PYTHON" "$here/torch_step.py" > "$out/torch_$run.txt" 2> "$out/torch_$run.err" ||
+            { cat "$out/torch_$run.err" >&2; exit 1; }
+    done
 fi
 [ -e "$out/torch_skipped" ] && echo "   $(cat "$out/torch_skipped")"
 
