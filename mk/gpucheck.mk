@@ -7,8 +7,10 @@
 #                                PyTorch's training step; writes the table
 #                                to bench/gpu/RESULTS.md
 #   make gpu-check STANDIN=1     the same on the CPU against the stand-in
-#                                libraries (part of make test); the table
-#                                goes to build/gpu/RESULTS-standin.md
+#                                libraries; the table goes to
+#                                build/gpu/RESULTS-standin.md
+#   make gpu-check-standin       report.py's own tests, then the above (part
+#                                of make test)
 #
 # gpu-check runs each part named in GPU_CHECK_PARTS; another part (such as
 # the cuDNN backend-API check, gpu-check-v8) joins by appending its target:
@@ -34,5 +36,8 @@ gpu-check-v7: $(if $(filter 1,$(STANDIN)),gpu-kit)
 	@mkdir -p $(dir $(GPU_RESULTS))
 	sh bench/gpu/run.sh $(BUILD) $(if $(filter 1,$(STANDIN)),1,0) $(GPU_RESULTS)
 
+# In make test: report.py's checks must fail on bad results, then the kit
+# runs end to end on the stand-ins.
 gpu-check-standin:
+	python3 bench/gpu/report_test.py
 	$(MAKE) --no-print-directory gpu-check STANDIN=1
