@@ -72,9 +72,12 @@ func (op Op) AlgoName(a int32) string {
 // DataType is cudnnDataType_t.
 type DataType int32
 
+// dataTypes are cudnnDataType_t's names in value order, as of cuDNN 9.28
+// (checked against the real header by make real-cudnn-check).
 var dataTypes = []string{"float", "double", "half", "int8", "int32", "int8x4", "uint8",
 	"uint8x4", "int8x32", "bfloat16", "int64", "bool", "fp8_e4m3", "fp8_e5m2",
-	"fast_float_for_fp8", "fp8_e8m0", "fp4_e2m1", "int4", "uint4", "uint32"}
+	"fast_float_for_fp8", "fp8_e8m0", "fp4_e2m1", "int4", "uint4", "uint32",
+	"complex_fp32", "complex_fp64", "byte_boolean", "fp8_e5m3"}
 
 // String returns the type's cuDNN name in lower case without its
 // CUDNN_DATA_ prefix, such as "float" or "bfloat16".

@@ -10,18 +10,46 @@
 
 #include "probe.h"
 
-typedef int (*cu_init_fn)(unsigned int);
-typedef int (*cu_int_fn)(int *);
-typedef int (*cu_device_get_fn)(int *, int);
-typedef int (*cu_device_get_name_fn)(char *, int, int);
-typedef int (*cu_device_get_attribute_fn)(int *, int, int);
-typedef int (*cu_get_error_name_fn)(int, const char **);
+/* The shipped build declares the few driver types and values it needs under
+ * NVIDIA's names. The check build (make real-cudnn-check) defines
+ * CONVCACHE_REAL_CUDNN and takes them from the real cuda.h and cudnn.h: the
+ * asserts below then prove each function type exact, and tests/realcudnn
+ * checks each value defined here against the real one. */
+#ifdef CONVCACHE_REAL_CUDNN
+#include <cuda.h>
+#include <cudnn.h>
+#else
+typedef int CUresult;
+typedef int CUdevice;
+typedef int CUdevice_attribute;
+#define CUDA_SUCCESS 0
+#define CUDA_ERROR_NO_DEVICE 100
+#define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+#endif
+
+typedef CUresult (*cu_init_fn)(unsigned int);
+typedef CUresult (*cu_int_fn)(int *);
+typedef CUresult (*cu_device_get_fn)(CUdevice *, int);
+typedef CUresult (*cu_device_get_name_fn)(char *, int, CUdevice);
+typedef CUresult (*cu_device_get_attribute_fn)(int *, CUdevice_attribute, CUdevice);
+typedef CUresult (*cu_get_error_name_fn)(CUresult, const char **);
 typedef size_t (*cudnn_version_fn)(void);
 
-/* CUdevice_attribute values (cuda.h). */
-#define CU_ATTR_MULTIPROCESSOR_COUNT 16
-#define CU_ATTR_COMPUTE_CAPABILITY_MAJOR 75
-#define CU_ATTR_COMPUTE_CAPABILITY_MINOR 76
+#ifdef CONVCACHE_REAL_CUDNN
+#define CC_SAME_TYPE(fn, name) \
+    _Static_assert(__builtin_types_compatible_p(fn, __typeof__(&name)), #name)
+CC_SAME_TYPE(cu_init_fn, cuInit);
+CC_SAME_TYPE(cu_int_fn, cuDriverGetVersion);
+CC_SAME_TYPE(cu_int_fn, cuDeviceGetCount);
+CC_SAME_TYPE(cu_device_get_fn, cuDeviceGet);
+CC_SAME_TYPE(cu_device_get_name_fn, cuDeviceGetName);
+CC_SAME_TYPE(cu_device_get_attribute_fn, cuDeviceGetAttribute);
+CC_SAME_TYPE(cu_get_error_name_fn, cuGetErrorName);
+CC_SAME_TYPE(cudnn_version_fn, cudnnGetVersion);
+CC_SAME_TYPE(cudnn_version_fn, cudnnGetCudartVersion);
+#endif
 
 /* open_first returns a handle to the library named by override, else to the
  * first of names already loaded in the process, else to the first of names
@@ -47,10 +75,10 @@ static void *open_first(const char *override, const char *const *names, int n, c
     return NULL;
 }
 
-static const char *cu_error_name(void *cuda, int rc) {
+static const char *cu_error_name(void *cuda, CUresult rc) {
     cu_get_error_name_fn f = (cu_get_error_name_fn)dlsym(cuda, "cuGetErrorName");
     const char *s = NULL;
-    if (f && f(rc, &s) == 0 && s) return s;
+    if (f && f(rc, &s) == CUDA_SUCCESS && s) return s;
     return "CUDA error";
 }
 
@@ -84,18 +112,18 @@ int ccn_probe(int device, const char *cuda_lib, const char *cudnn_lib, ccn_devic
         snprintf(err, errcap, "the CUDA driver library lacks the device query functions");
         return CCN_NO_DRIVER;
     }
-    int rc = cu_init(0);
-    if (rc != 0) {
+    CUresult rc = cu_init(0);
+    if (rc != CUDA_SUCCESS) {
         snprintf(err, errcap, "cuInit failed: %s (%d): no usable GPU or driver",
                  cu_error_name(cuda, rc), rc);
-        return rc == 100 /* CUDA_ERROR_NO_DEVICE */ ? CCN_NO_DEVICE : CCN_DRIVER_ERROR;
+        return rc == CUDA_ERROR_NO_DEVICE ? CCN_NO_DEVICE : CCN_DRIVER_ERROR;
     }
-    if ((rc = cu_driver_version(&out->driver)) != 0) {
+    if ((rc = cu_driver_version(&out->driver)) != CUDA_SUCCESS) {
         snprintf(err, errcap, "cuDriverGetVersion failed: %s (%d)", cu_error_name(cuda, rc), rc);
         return CCN_DRIVER_ERROR;
     }
     int count = 0;
-    if ((rc = cu_count(&count)) != 0) {
+    if ((rc = cu_count(&count)) != CUDA_SUCCESS) {
         snprintf(err, errcap, "cuDeviceGetCount failed: %s (%d)", cu_error_name(cuda, rc), rc);
         return CCN_DRIVER_ERROR;
     }
@@ -104,15 +132,17 @@ int ccn_probe(int device, const char *cuda_lib, const char *cudnn_lib, ccn_devic
         return CCN_NO_DEVICE;
     }
     int dev = 0;
-    if ((rc = cu_get(&dev, device)) != 0) {
+    if ((rc = cu_get(&dev, device)) != CUDA_SUCCESS) {
         snprintf(err, errcap, "cuDeviceGet(%d) failed: %s (%d)", device, cu_error_name(cuda, rc),
                  rc);
         return CCN_NO_DEVICE;
     }
-    if ((rc = cu_name(out->name, (int)sizeof out->name - 1, dev)) != 0 ||
-        (rc = cu_attr(&out->major, CU_ATTR_COMPUTE_CAPABILITY_MAJOR, dev)) != 0 ||
-        (rc = cu_attr(&out->minor, CU_ATTR_COMPUTE_CAPABILITY_MINOR, dev)) != 0 ||
-        (rc = cu_attr(&out->sms, CU_ATTR_MULTIPROCESSOR_COUNT, dev)) != 0) {
+    if ((rc = cu_name(out->name, (int)sizeof out->name - 1, dev)) != CUDA_SUCCESS ||
+        (rc = cu_attr(&out->major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)) !=
+            CUDA_SUCCESS ||
+        (rc = cu_attr(&out->minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)) !=
+            CUDA_SUCCESS ||
+        (rc = cu_attr(&out->sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev)) != CUDA_SUCCESS) {
         snprintf(err, errcap, "querying CUDA device %d failed: %s (%d)", device,
                  cu_error_name(cuda, rc), rc);
         return CCN_DRIVER_ERROR;

@@ -5,7 +5,6 @@
 #
 #   make                    also builds build/libconvcache_engine.{a,so}
 #   make v8-test            the tests against the stand-in cuDNN (no GPU)
-#   make cudnn-headers      fetch NVIDIA's cuDNN 9 and CUDA headers into build/
 #   make v8-real-headers    compile the engine code, the drop-in, the example
 #                           and the GPU check against them with -Werror
 #   make gpu-check-v8       the GPU check (STANDIN=1: on the CPU, stand-in cuDNN);
@@ -23,7 +22,7 @@ V8_INC     := -Iinclude -Icudnn/engine -Ibench/gpu -Itests/preload
 V8_STANDIN_LINK := -L$(STANDIN_DIR) -l:libcudnn.so.9 -l:libcuda.so.1 -Wl,-rpath,$(ABS_BUILD)/tests/preload -ldl -lpthread
 
 ALL_TARGETS     += $(ENGINE_A) $(ENGINE_SO)
-TEST_TARGETS    += v8-test v8-real-headers gpu-check-v8-standin
+TEST_TARGETS    += v8-test v8-real-headers
 INSTALL_TARGETS += install-engine
 
 $(BUILD)/engine/%.o: cudnn/engine/%.c $(ENGINE_HDR)
@@ -81,28 +80,22 @@ v8-test: $(V8_DIR)/test_engine $(V8_DIR)/test_shared $(V8_DIR)/test_v8 $(V8_DIR)
 	last $$e $$g $(EX_DIR)/pytorch_conv_v8 --expect warm --threads 4
 
 # ---- NVIDIA's real headers --------------------------------------------------
-# cudnn-headers fetches them (cached: see tests/v8/cudnn_headers.sh) for any
-# target that checks code against them; v8-real-headers compiles the engine
-# code, the stand-in's backend functions, the drop-in with the example, and
-# the GPU check against them with -Werror: with CONVCACHE_REAL_CUDNN,
+# v8-real-headers compiles the engine code, the stand-in's backend functions,
+# the drop-in with the example, and the GPU check against the real headers
+# (fetched by mk/nvidia.mk) with -Werror: with CONVCACHE_REAL_CUDNN,
 # cudnn/engine/backend_api.h takes every name from <cudnn.h> and asserts
 # each value and function type it would otherwise define.
 
-CUDNN_HEADERS   := $(BUILD)/cudnn-headers
-CUDNN_REAL_INC  := -DCONVCACHE_REAL_CUDNN -I$(CUDNN_HEADERS)/cudnn/include -I$(CUDNN_HEADERS)/cuda/include
 V8_REAL_C       := $(ENGINE_SRC) tests/preload/standin_backend.c tests/preload/standin_schema.c \
                    tests/preload/standin_engines.c $(wildcard bench/gpu/v8_check.c tests/v8/test_engine.c)
 V8_REAL_CXX     := $(wildcard examples/pytorch/conv_v8.cpp tests/v8/test_v8.cpp)
 
-.PHONY: cudnn-headers v8-real-headers
-cudnn-headers:
-	@sh tests/v8/cudnn_headers.sh $(CUDNN_HEADERS)
-
-v8-real-headers: cudnn-headers
+.PHONY: v8-real-headers
+v8-real-headers: $(NVIDIA_STAMP)
 	@set -e; for f in $(V8_REAL_C); do echo "== $$f against cuDNN's headers"; \
-	  $(CC) $(CFLAGS) $(CUDNN_REAL_INC) $(V8_INC) -fsyntax-only $$f; done; \
+	  $(CC) $(CFLAGS) $(NVIDIA_REAL_CFLAGS) $(V8_INC) -fsyntax-only $$f; done; \
 	for f in $(V8_REAL_CXX); do echo "== $$f against cuDNN's headers"; \
-	  $(CXX) $(CXXFLAGS) $(CUDNN_REAL_INC) $(V8_INC) -Iexamples/pytorch -fsyntax-only $$f; done
+	  $(CXX) $(CXXFLAGS) $(NVIDIA_REAL_CFLAGS) $(V8_INC) -Iexamples/pytorch -fsyntax-only $$f; done
 
 # ---- the drop-in and the example ---------------------------------------------
 
@@ -125,7 +118,8 @@ $(V8_DIR)/test_v8: tests/v8/test_v8.cpp include/convcache_v8.hpp bench/gpu/conv_
 #                                  else the nvidia-cudnn wheel python3 finds,
 #                                  else libcudnn.so.9 on the loader's path
 #   make gpu-check-v8 STANDIN=1    the same program on the CPU, stand-in cuDNN
-# The table is printed and written to build/bench/gpu/v8_results.md.
+# The table is printed and written to its section of $(GPU_RESULTS) (see
+# mk/gpucheck.mk); gpu-check runs this part too.
 
 V8_CHECK       := $(BUILD)/bench/gpu/v8_check
 V8_CHECK_OUT   := $(BUILD)/bench/gpu
@@ -151,17 +145,15 @@ $(V8_CHECK): bench/gpu/v8_check.c bench/gpu/conv_graph.h bench/gpu/cuda_driver.h
 	$(CC) $(CFLAGS) $(V8_INC) -o $@ bench/gpu/v8_check.c $(ENGINE_SRC) -L$(BUILD) -lconvcache \
 	  -Wl,-rpath,'$$ORIGIN/../..' -ldl -lpthread
 
-.PHONY: gpu-check-v8 gpu-check-v8-standin
+.PHONY: gpu-check-v8
 gpu-check-v8: $(V8_CHECK) $(V8_CHECK_NEEDS)
 	@set -e; mkdir -p $(V8_CHECK_OUT); tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
 	e="$(CXX_CLEAN_ENV) TMPDIR=$$tmp $(V8_CHECK_ENV)"; \
 	$$e $(V8_CHECK) --run 1 --cache $$tmp/v8.ccdb --report $$tmp/run1.txt $(V8_CHECK_FLAGS); \
 	$$e $(V8_CHECK) --run 2 --cache $$tmp/v8.ccdb --report $$tmp/run2.txt --compare $$tmp/run1.txt \
 	  $(V8_CHECK_FLAGS) --label "$(V8_CHECK_LABEL)" > $$tmp/table.md || { cat $$tmp/table.md; exit 1; }; \
-	cp $$tmp/table.md $(V8_CHECK_OUT)/v8_results.md; cat $$tmp/table.md
-
-gpu-check-v8-standin:
-	@$(MAKE) --no-print-directory gpu-check-v8 STANDIN=1
+	mkdir -p $(dir $(GPU_RESULTS)); python3 bench/gpu/section.py $(GPU_RESULTS) v8 $$tmp/table.md; \
+	cat $$tmp/table.md
 
 # ---- the benchmark row (make bench) ------------------------------------------
 # bench/runner runs v8_check on the stand-in: 40 problems, each engine

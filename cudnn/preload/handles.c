@@ -20,13 +20,6 @@
 #define CC_STR_(x) #x
 #define CC_STR(x) CC_STR_(x)
 
-typedef cudnnStatus_t (*get_stream_fn)(cudnnHandle_t, cudaStream_t *);
-typedef int (*cu_ctx_get_device_fn)(int *);
-typedef int (*cu_stream_get_ctx_fn)(void *, void **);
-typedef int (*cu_ctx_push_fn)(void *);
-typedef int (*cu_ctx_pop_fn)(void **);
-typedef int (*cu_device_total_mem_fn)(size_t *, int);
-
 /* ---- loading libconvcache ----------------------------------------------- */
 
 enum { LIB_NONE, LIB_LOADING, LIB_READY, LIB_FAILED, LIB_FORKED };
@@ -154,7 +147,7 @@ static int handle_device(cudnnHandle_t handle, int *dev) {
     if (get_device) {
         get_stream_fn get_stream = (get_stream_fn)real_func(F_GET_STREAM);
         cudaStream_t s = NULL;
-        void *ctx = NULL, *popped = NULL;
+        CUcontext ctx = NULL, popped = NULL;
         if (get_stream && stream_ctx && push && pop && get_stream(handle, &s) == 0 && s &&
             stream_ctx(s, &ctx) == 0 && ctx && push(ctx) == 0) {
             rc = get_device(dev) == 0 ? 0 : -1;

@@ -11,11 +11,6 @@
 
 #include "preload.h"
 
-typedef cudnnStatus_t (*get_tensor_fn)(const void *, int, int *, int *, int *, int *);
-typedef cudnnStatus_t (*get_filter_fn)(const void *, int, int *, int *, int *, int *);
-typedef cudnnStatus_t (*get_conv_fn)(const void *, int, int *, int *, int *, int *, int *, int *);
-typedef cudnnStatus_t (*get_int_fn)(const void *, int *);
-
 static void put32(struct key *k, int32_t v) {
     if (k->n + 4 > sizeof k->b) {
         k->bad = 1;

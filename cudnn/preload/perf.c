@@ -32,14 +32,16 @@
 
 #define MEMORY_CAP ((size_t)1 << 40)
 
-static const int algo_count[4] = {0, 8, 6, 7};
+static const int algo_count[4] = {0, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+                                  CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+                                  CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT};
 
 /* cudnn_version is cudnnGetVersion() of the loaded cuDNN, or 0. */
 static size_t cudnn_version(void) {
     static size_t version; /* 0 until known; every thread computes the same */
     size_t v = __atomic_load_n(&version, __ATOMIC_RELAXED);
     if (v) return v;
-    size_t (*get)(void) = (size_t (*)(void))real_func(F_GET_VERSION);
+    get_version_fn get = (get_version_fn)real_func(F_GET_VERSION);
     v = get ? get() : 0;
     __atomic_store_n(&version, v, __ATOMIC_RELAXED);
     return v;
@@ -52,13 +54,13 @@ static int cudnn_before_9(void) {
 }
 
 cudnnStatus_t cudnn_not_supported(void) {
-    return cudnn_before_9() ? CUDNN_STATUS_NOT_SUPPORTED_V8 : CUDNN_STATUS_NOT_SUPPORTED_V9;
+    return cudnn_before_9() ? CUDNN_STATUS_NOT_SUPPORTED_V8 : CUDNN_STATUS_NOT_SUPPORTED;
 }
 
 static int known_status(int s) {
     if (s == CUDNN_STATUS_SUCCESS) return 1;
-    if (cudnn_before_9()) return s >= 1 && s <= 14; /* NOT_INITIALIZED .. VERSION_MISMATCH */
-    return s >= 1000 && s < 6000;
+    if (cudnn_before_9()) return s >= 1 && s <= CUDNN_STATUS_VERSION_MISMATCH_V8;
+    return s >= CC_STATUS_V9_MIN && s <= CC_STATUS_V9_MAX;
 }
 
 int perf_valid(const struct call *c, const cc_perf *p, int n) {
@@ -70,8 +72,9 @@ int perf_valid(const struct call *c, const cc_perf *p, int n) {
         const cc_perf *r = &p[i];
         if (r->algo < 0 || r->algo >= algo_count[c->op]) return 0;
         if (!known_status(r->status)) return 0;
-        if (r->determinism != 0 && r->determinism != 1) return 0;
-        if (r->mathType < 0 || r->mathType > 3) return 0;
+        if (r->determinism != CUDNN_NON_DETERMINISTIC && r->determinism != CUDNN_DETERMINISTIC)
+            return 0;
+        if (r->mathType < CUDNN_DEFAULT_MATH || r->mathType > CUDNN_FMA_MATH) return 0;
         if (r->reserved[0] || r->reserved[1] || r->reserved[2]) return 0;
         if (!isfinite(r->time) || r->memory > any) return 0;
         if (r->status != CUDNN_STATUS_SUCCESS) continue;

@@ -50,12 +50,6 @@
 #include "convcache.h"
 #include "preload.h"
 
-typedef cudnnStatus_t (*find_fn)(cudnnHandle_t, const void *, const void *, const void *,
-                                 const void *, int, int *, cc_perf *);
-typedef cudnnStatus_t (*find_ex_fn)(cudnnHandle_t, const void *, const void *, const void *,
-                                    const void *, const void *, const void *, void *, int, int *,
-                                    cc_perf *, void *, size_t);
-
 const char *env_get(const char *name) { return secure_getenv(name); }
 
 /* ---- the real cuDNN ----------------------------------------------------- */
@@ -274,10 +268,10 @@ static cudnnStatus_t intercept(struct call *c) {
 EXPORT cudnnStatus_t cudnnFindConvolutionForwardAlgorithm(
     cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const cudnnFilterDescriptor_t wDesc,
     const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t yDesc,
-    const int requestedAlgoCount, int *returnedAlgoCount, cc_perf *perfResults) {
+    const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionFwdAlgoPerf_t *perfResults) {
     struct call c = {.op = OP_FWD, .handle = handle, .desc = {xDesc, wDesc, convDesc, yDesc},
                      .requested = requestedAlgoCount, .returned = returnedAlgoCount,
-                     .perf = perfResults};
+                     .perf = (cc_perf *)perfResults};
     return intercept(&c);
 }
 
@@ -285,11 +279,11 @@ EXPORT cudnnStatus_t cudnnFindConvolutionForwardAlgorithmEx(
     cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const void *x,
     const cudnnFilterDescriptor_t wDesc, const void *w, const cudnnConvolutionDescriptor_t convDesc,
     const cudnnTensorDescriptor_t yDesc, void *y, const int requestedAlgoCount,
-    int *returnedAlgoCount, cc_perf *perfResults, void *workSpace, size_t workSpaceSizeInBytes) {
+    int *returnedAlgoCount, cudnnConvolutionFwdAlgoPerf_t *perfResults, void *workSpace, size_t workSpaceSizeInBytes) {
     struct call c = {.op = OP_FWD, .ex = 1, .handle = handle,
                      .desc = {xDesc, wDesc, convDesc, yDesc}, .data = {x, w, y},
                      .requested = requestedAlgoCount, .returned = returnedAlgoCount,
-                     .perf = perfResults, .workspace = workSpace,
+                     .perf = (cc_perf *)perfResults, .workspace = workSpace,
                      .workspace_size = workSpaceSizeInBytes};
     return intercept(&c);
 }
@@ -297,10 +291,10 @@ EXPORT cudnnStatus_t cudnnFindConvolutionForwardAlgorithmEx(
 EXPORT cudnnStatus_t cudnnFindConvolutionBackwardDataAlgorithm(
     cudnnHandle_t handle, const cudnnFilterDescriptor_t wDesc, const cudnnTensorDescriptor_t dyDesc,
     const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t dxDesc,
-    const int requestedAlgoCount, int *returnedAlgoCount, cc_perf *perfResults) {
+    const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionBwdDataAlgoPerf_t *perfResults) {
     struct call c = {.op = OP_BWD_DATA, .handle = handle, .desc = {wDesc, dyDesc, convDesc, dxDesc},
                      .requested = requestedAlgoCount, .returned = returnedAlgoCount,
-                     .perf = perfResults};
+                     .perf = (cc_perf *)perfResults};
     return intercept(&c);
 }
 
@@ -308,12 +302,12 @@ EXPORT cudnnStatus_t cudnnFindConvolutionBackwardDataAlgorithmEx(
     cudnnHandle_t handle, const cudnnFilterDescriptor_t wDesc, const void *w,
     const cudnnTensorDescriptor_t dyDesc, const void *dy,
     const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t dxDesc, void *dx,
-    const int requestedAlgoCount, int *returnedAlgoCount, cc_perf *perfResults, void *workSpace,
+    const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionBwdDataAlgoPerf_t *perfResults, void *workSpace,
     size_t workSpaceSizeInBytes) {
     struct call c = {.op = OP_BWD_DATA, .ex = 1, .handle = handle,
                      .desc = {wDesc, dyDesc, convDesc, dxDesc}, .data = {w, dy, dx},
                      .requested = requestedAlgoCount, .returned = returnedAlgoCount,
-                     .perf = perfResults, .workspace = workSpace,
+                     .perf = (cc_perf *)perfResults, .workspace = workSpace,
                      .workspace_size = workSpaceSizeInBytes};
     return intercept(&c);
 }
@@ -321,10 +315,10 @@ EXPORT cudnnStatus_t cudnnFindConvolutionBackwardDataAlgorithmEx(
 EXPORT cudnnStatus_t cudnnFindConvolutionBackwardFilterAlgorithm(
     cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const cudnnTensorDescriptor_t dyDesc,
     const cudnnConvolutionDescriptor_t convDesc, const cudnnFilterDescriptor_t dwDesc,
-    const int requestedAlgoCount, int *returnedAlgoCount, cc_perf *perfResults) {
+    const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionBwdFilterAlgoPerf_t *perfResults) {
     struct call c = {.op = OP_BWD_FILTER, .handle = handle,
                      .desc = {xDesc, dyDesc, convDesc, dwDesc}, .requested = requestedAlgoCount,
-                     .returned = returnedAlgoCount, .perf = perfResults};
+                     .returned = returnedAlgoCount, .perf = (cc_perf *)perfResults};
     return intercept(&c);
 }
 
@@ -332,12 +326,12 @@ EXPORT cudnnStatus_t cudnnFindConvolutionBackwardFilterAlgorithmEx(
     cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const void *x,
     const cudnnTensorDescriptor_t dyDesc, const void *y,
     const cudnnConvolutionDescriptor_t convDesc, const cudnnFilterDescriptor_t dwDesc, void *dw,
-    const int requestedAlgoCount, int *returnedAlgoCount, cc_perf *perfResults, void *workSpace,
+    const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionBwdFilterAlgoPerf_t *perfResults, void *workSpace,
     size_t workSpaceSizeInBytes) {
     struct call c = {.op = OP_BWD_FILTER, .ex = 1, .handle = handle,
                      .desc = {xDesc, dyDesc, convDesc, dwDesc}, .data = {x, y, dw},
                      .requested = requestedAlgoCount, .returned = returnedAlgoCount,
-                     .perf = perfResults, .workspace = workSpace,
+                     .perf = (cc_perf *)perfResults, .workspace = workSpace,
                      .workspace_size = workSpaceSizeInBytes};
     return intercept(&c);
 }

@@ -8,6 +8,7 @@
 #ifndef CONVCACHE_PRELOAD_H
 #define CONVCACHE_PRELOAD_H
 
+#include <assert.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -17,12 +18,50 @@
 
 /* ---- the few cuDNN and CUDA driver types we need (ABI only) ------------ */
 
+/* The shipped build declares what it needs itself, under NVIDIA's names,
+ * and needs no cuDNN or CUDA header. The check build (make real-cudnn-check,
+ * tests/realcudnn) defines CONVCACHE_REAL_CUDNN and takes every name from
+ * NVIDIA's real headers instead: the compiler then checks each interposed
+ * function against the real prototype, and tests/realcudnn checks each
+ * value defined below (CUDNN_ and CU_ names) and each function type against
+ * the real ones. Values that only cuDNN 8 had end in _V8 (not checked). */
+#ifdef CONVCACHE_REAL_CUDNN
+#include <cuda.h>
+#include <cudnn.h>
+#else
 typedef int cudnnStatus_t;
+typedef int cudnnDataType_t;
 typedef struct cudnnContext *cudnnHandle_t;
 typedef struct cudnnTensorStruct *cudnnTensorDescriptor_t;
 typedef struct cudnnFilterStruct *cudnnFilterDescriptor_t;
 typedef struct cudnnConvolutionStruct *cudnnConvolutionDescriptor_t;
-typedef void *cudaStream_t;
+typedef struct CUstream_st *cudaStream_t;
+typedef int CUresult;
+typedef int CUdevice;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUstream_st *CUstream;
+
+#define CUDNN_STATUS_SUCCESS 0
+#define CUDNN_STATUS_NOT_INITIALIZED 1001
+#define CUDNN_STATUS_NOT_SUPPORTED 3000
+#define CUDNN_DIM_MAX 8
+#define CUDNN_CONVOLUTION_FWD_ALGO_COUNT 8
+#define CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT 6
+#define CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT 7
+#define CUDNN_NON_DETERMINISTIC 0
+#define CUDNN_DETERMINISTIC 1
+#define CUDNN_DEFAULT_MATH 0
+#define CUDNN_FMA_MATH 3 /* the last cudnnMathType_t */
+#endif
+
+/* cuDNN 9 numbers its errors category + code (cudnn_graph.h), the
+ * categories from CUDNN_STATUS_NOT_INITIALIZED's (1000) to
+ * CUDNN_STATUS_EXECUTION_FAILED's (5000). */
+#define CC_STATUS_V9_MIN 1000
+#define CC_STATUS_V9_MAX 5999
+/* cuDNN 8 (not checked: the headers are cuDNN 9's). */
+#define CUDNN_STATUS_NOT_SUPPORTED_V8 9
+#define CUDNN_STATUS_VERSION_MISMATCH_V8 14 /* its last status */
 
 /* cudnnConvolution{Fwd,BwdData,BwdFilter}AlgoPerf_t share this layout. */
 typedef struct {
@@ -34,14 +73,35 @@ typedef struct {
     int mathType;
     int reserved[3];
 } cc_perf;
-_Static_assert(sizeof(cc_perf) == 48, "cuDNN perf structs are 48 bytes");
+static_assert(sizeof(cc_perf) == 48, "cuDNN perf structs are 48 bytes");
+#ifndef CONVCACHE_REAL_CUDNN
+typedef cc_perf cudnnConvolutionFwdAlgoPerf_t;
+typedef cc_perf cudnnConvolutionBwdDataAlgoPerf_t;
+typedef cc_perf cudnnConvolutionBwdFilterAlgoPerf_t;
+#endif
 
-#define CUDNN_STATUS_SUCCESS 0
-#define CUDNN_STATUS_NOT_INITIALIZED 1001 /* cuDNN 9's value */
-#define CUDNN_STATUS_NOT_SUPPORTED_V9 3000
-#define CUDNN_STATUS_NOT_SUPPORTED_V8 9
-#define CUDNN_DIM_MAX 8
 #define MAX_RESULTS 16 /* the largest algorithm enum has 8 */
+
+/* The types the real functions are called through (found with dlsym): the
+ * six find functions, generic over the descriptors' kinds and the perf
+ * struct, and the getters. */
+typedef cudnnStatus_t (*find_fn)(cudnnHandle_t, const void *, const void *, const void *,
+                                 const void *, int, int *, cc_perf *);
+typedef cudnnStatus_t (*find_ex_fn)(cudnnHandle_t, const void *, const void *, const void *,
+                                    const void *, const void *, const void *, void *, int, int *,
+                                    cc_perf *, void *, size_t);
+typedef cudnnStatus_t (*get_tensor_fn)(const void *, int, int *, int *, int *, int *);
+typedef cudnnStatus_t (*get_filter_fn)(const void *, int, int *, int *, int *, int *);
+typedef cudnnStatus_t (*get_conv_fn)(const void *, int, int *, int *, int *, int *, int *, int *);
+typedef cudnnStatus_t (*get_int_fn)(const void *, int *); /* math type, group count, reorder */
+typedef cudnnStatus_t (*get_stream_fn)(cudnnHandle_t, cudaStream_t *);
+typedef size_t (*get_version_fn)(void);
+/* The CUDA driver's (handles.c). */
+typedef CUresult (*cu_ctx_get_device_fn)(CUdevice *);
+typedef CUresult (*cu_stream_get_ctx_fn)(CUstream, CUcontext *);
+typedef CUresult (*cu_ctx_push_fn)(CUcontext);
+typedef CUresult (*cu_ctx_pop_fn)(CUcontext *);
+typedef CUresult (*cu_device_total_mem_fn)(size_t *, CUdevice);
 
 /* ---- the real cuDNN (preload.c) ----------------------------------------- */
 
@@ -91,12 +151,13 @@ struct call {
 
 /* ---- the cache handles (handles.c) ------------------------------------- */
 
-/* libconvcache's functions, once library_ready() said so. */
+/* libconvcache's functions, once library_ready() said so (convcache_handle
+ * is convcache, under the name C++ can include this header with). */
 struct convcache_api {
-    int (*open)(const char *, const char *, convcache **);
-    int (*get_or_create)(convcache *, const void *, size_t, convcache_builder, void *, void *,
-                         size_t, size_t *);
-    int (*insert)(convcache *, const void *, size_t, const void *, size_t);
+    int (*open)(const char *, const char *, convcache_handle **);
+    int (*get_or_create)(convcache_handle *, const void *, size_t, convcache_builder, void *,
+                         void *, size_t, size_t *);
+    int (*insert)(convcache_handle *, const void *, size_t, const void *, size_t);
     int (*cudnn_scope)(int, char *, size_t);
     const char *(*last_error)(void);
 };
@@ -112,7 +173,7 @@ int library_ready(void);
 
 /* cache_for returns the handle for the call, or NULL to pass it through,
  * and sets c->dev and c->mem_limit. library_ready() said yes. */
-convcache *cache_for(struct call *c);
+convcache_handle *cache_for(struct call *c);
 
 /* ---- the key (key.c) ---------------------------------------------------- */
 

@@ -91,7 +91,6 @@ public:
         strides(x, xs);
         strides(y, ys);
         const int pad[2] = {s.pad, s.pad}, stride[2] = {s.stride, s.stride}, dil[2] = {1, 1};
-        enum { kFloat = 0, kNCHW = 0, kCrossCorrelation = 1 };
         if (set_tensor_(x_, kFloat, 4, x, xs) || set_tensor_(y_, kFloat, 4, y, ys) ||
             set_filter_(w_, kFloat, kNCHW, 4, w) ||
             set_conv_(conv_, 2, pad, stride, dil, kCrossCorrelation, kFloat))
@@ -105,7 +104,14 @@ public:
 
     int calls() const { return calls_; }
 
+    // cuDNN's values (CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
+    // CUDNN_CROSS_CORRELATION), checked against the real cudnn.h by make
+    // real-cudnn-check (tests/realcudnn/abi_check.cpp), as are the function
+    // types below and CudnnPerf's layout.
+    enum : int { kFloat = 0, kNCHW = 0, kCrossCorrelation = 1 };
+
 private:
+    friend struct RealCudnnCheck;
     CudnnFinder() = default;
 
     static void strides(const int d[4], int s[4]) {

@@ -55,7 +55,13 @@
 
 // ---- PyTorch's types (ConvShared.h, cudnn_cnn.h), layout for layout ----
 
+// make real-cudnn-check compiles this file with CONVCACHE_REAL_CUDNN against
+// NVIDIA's cudnn.h, as PyTorch is: its types replace the stand-ins below.
+#ifdef CONVCACHE_REAL_CUDNN
+#include <cudnn.h>
+#else
 typedef int cudnnDataType_t; // CUDNN_DATA_FLOAT = 0, HALF = 2, BFLOAT16 = 9
+#endif
 enum class MemoryFormat : int8_t { Contiguous, Preserve, ChannelsLast, ChannelsLast3d };
 constexpr int max_dim = 3;
 
@@ -99,12 +105,27 @@ struct AlgoPerf {
     int mathType;    // cudnnMathType_t
     int reserved[3];
 };
+static_assert(sizeof(AlgoPerf<0>) == 48, "cuDNN perf struct: 48 bytes");
+static_assert(offsetof(AlgoPerf<0>, memory) == 16, "layout");
+static_assert(offsetof(AlgoPerf<0>, reserved) == 32, "layout");
+#ifndef CONVCACHE_REAL_CUDNN
 using cudnnConvolutionFwdAlgoPerf_t = AlgoPerf<0>;
 using cudnnConvolutionBwdDataAlgoPerf_t = AlgoPerf<1>;
 using cudnnConvolutionBwdFilterAlgoPerf_t = AlgoPerf<2>;
-static_assert(sizeof(cudnnConvolutionFwdAlgoPerf_t) == 48, "cuDNN perf struct: 48 bytes");
-static_assert(offsetof(cudnnConvolutionFwdAlgoPerf_t, memory) == 16, "layout");
-static_assert(offsetof(cudnnConvolutionFwdAlgoPerf_t, reserved) == 32, "layout");
+#else
+#define SAME_LAYOUT(T)                                                                            \
+    static_assert(sizeof(T) == sizeof(AlgoPerf<0>) && offsetof(T, algo) == offsetof(AlgoPerf<0>, algo) && \
+                      offsetof(T, status) == offsetof(AlgoPerf<0>, status) &&                     \
+                      offsetof(T, time) == offsetof(AlgoPerf<0>, time) &&                         \
+                      offsetof(T, memory) == offsetof(AlgoPerf<0>, memory) &&                     \
+                      offsetof(T, determinism) == offsetof(AlgoPerf<0>, determinism) &&           \
+                      offsetof(T, mathType) == offsetof(AlgoPerf<0>, mathType) &&                 \
+                      offsetof(T, reserved) == offsetof(AlgoPerf<0>, reserved),                   \
+                  #T " has AlgoPerf's layout")
+SAME_LAYOUT(cudnnConvolutionFwdAlgoPerf_t);
+SAME_LAYOUT(cudnnConvolutionBwdDataAlgoPerf_t);
+SAME_LAYOUT(cudnnConvolutionBwdFilterAlgoPerf_t);
+#endif
 
 // ---- the integration: the lines that change in Conv_v7.cpp ----
 
@@ -145,10 +166,10 @@ static perf_t simulated_cudnn_find(const ConvolutionParams &p) {
     benchmarks_run++;
     perf_t best;
     std::memset(&best, 0, sizeof best);
-    best.algo = (p.weight_size[2] == 1) ? 1 : (p.input_size[2] >= 56 ? 6 : 7);
+    best.algo = static_cast<decltype(best.algo)>((p.weight_size[2] == 1) ? 1 : (p.input_size[2] >= 56 ? 6 : 7));
     best.time = 0.01f * static_cast<float>(p.input_size[0] * p.weight_size[0]) / 64.0f;
     best.memory = p.weight_size[2] == 1 ? 0 : static_cast<size_t>(p.input_size[1]) << 12;
-    best.mathType = p.allow_tf32 ? 2 : 0;
+    best.mathType = static_cast<decltype(best.mathType)>(p.allow_tf32 ? 2 : 0);
     return best;
 }
 
@@ -167,7 +188,7 @@ static void setConvolutionParams(ConvolutionParams *params, int device, const in
                                  bool allow_tf32, MemoryFormat memory_format) {
     std::memset(params, 0, sizeof(ConvolutionParams)); // padding bytes are part of the key
     params->device_id = static_cast<int16_t>(device);
-    params->dataType = 0; // CUDNN_DATA_FLOAT
+    params->dataType = static_cast<cudnnDataType_t>(0); // CUDNN_DATA_FLOAT
     params->input_dim = 4;
     params->memory_format = memory_format;
     for (int i = 0; i != 4; ++i) {

@@ -16,22 +16,29 @@
  * Streams and contexts: standin_cuda_stream(i) is a stream of device i;
  * standin_cuda_set_device(i) makes device i current for the calling thread.
  *
- * Memory (for the GPU check, bench/gpu/v8_check.c, run on the CPU): device
- * memory is host memory, so the stand-in cuDNN's execution can read and
- * write it; copies are memcpy; synchronizing does nothing.
+ * Memory (for the GPU checks, bench/gpu/v7_find.c and v8_check.c, run on
+ * the CPU): device memory is host memory, so the stand-in cuDNN's execution
+ * can read and write it; copies are memcpy; synchronizing does nothing.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* The driver's values, under its names (tests/realcudnn checks each one
+ * against the real cuda.h). */
 #define CUDA_SUCCESS 0
 #define CUDA_ERROR_INVALID_VALUE 1
+#define CUDA_ERROR_OUT_OF_MEMORY 2
 #define CUDA_ERROR_NOT_INITIALIZED 3
 #define CUDA_ERROR_NO_DEVICE 100
 #define CUDA_ERROR_INVALID_DEVICE 101
 #define CUDA_ERROR_INVALID_CONTEXT 201
 #define CUDA_ERROR_INVALID_HANDLE 400
+#define CUDA_ERROR_UNKNOWN 999
+#define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
 
 static int env_int(const char *name, int def) {
     const char *v = getenv(name);
@@ -101,9 +108,9 @@ int cuDeviceGetAttribute(int *out, int attr, int dev) {
     if (!out) return CUDA_ERROR_INVALID_VALUE;
     if (dev < 0 || dev >= device_count()) return CUDA_ERROR_INVALID_DEVICE;
     switch (attr) {
-    case 16: *out = 132 - 4 * dev; return CUDA_SUCCESS; /* multiprocessors */
-    case 75: *out = 9; return CUDA_SUCCESS;             /* compute capability major */
-    case 76: *out = 0; return CUDA_SUCCESS;             /* minor */
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *out = 132 - 4 * dev; return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *out = 9; return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *out = 0; return CUDA_SUCCESS;
     }
     return CUDA_ERROR_INVALID_VALUE;
 }
@@ -121,8 +128,8 @@ int cuDeviceTotalMem_v2(size_t *bytes, int dev) {
 int cuGetErrorName(int err, const char **s) {
     if (!s) return CUDA_ERROR_INVALID_VALUE;
     switch (err) {
-    case 100: *s = "CUDA_ERROR_NO_DEVICE"; return CUDA_SUCCESS;
-    case 999: *s = "CUDA_ERROR_UNKNOWN"; return CUDA_SUCCESS;
+    case CUDA_ERROR_NO_DEVICE: *s = "CUDA_ERROR_NO_DEVICE"; return CUDA_SUCCESS;
+    case CUDA_ERROR_UNKNOWN: *s = "CUDA_ERROR_UNKNOWN"; return CUDA_SUCCESS;
     }
     return CUDA_ERROR_INVALID_VALUE;
 }
@@ -164,7 +171,7 @@ int cuCtxPopCurrent_v2(void **ctx) {
     return CUDA_SUCCESS;
 }
 
-/* ---- memory, as the GPU check uses it ---------------------------------- */
+/* ---- primary contexts and memory, as the GPU checks use them ---------- */
 
 typedef unsigned long long CUdeviceptr;
 
@@ -180,7 +187,7 @@ int cuDevicePrimaryCtxRetain(void **ctx, int dev) {
 int cuCtxSetCurrent(void *ctx) {
     NO_DRIVER_CHECK;
     uintptr_t c = (uintptr_t)ctx;
-    if (c < 1 || c > (uintptr_t)device_count()) return CUDA_ERROR_INVALID_CONTEXT;
+    if (c > (uintptr_t)device_count()) /* NULL unbinds */ return CUDA_ERROR_INVALID_CONTEXT;
     current = (int)c - 1;
     return CUDA_SUCCESS;
 }
@@ -189,12 +196,13 @@ int cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
     NO_DRIVER_CHECK;
     if (!p || !n) return CUDA_ERROR_INVALID_VALUE;
     void *m = malloc(n);
-    if (!m) return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+    if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
     *p = (CUdeviceptr)(uintptr_t)m;
     return CUDA_SUCCESS;
 }
 
 int cuMemFree_v2(CUdeviceptr p) {
+    NO_DRIVER_CHECK;
     free((void *)(uintptr_t)p);
     return CUDA_SUCCESS;
 }

@@ -12,6 +12,8 @@
  *   STANDIN_CUDNN_VERSION  cudnnGetVersion (default 91300)
  *   STANDIN_FIND_STATUS    the find functions fail with this status (after
  *                          filling in results, which must not be used)
+ *   STANDIN_FIND_MS        each find call takes this long (default 0), as a
+ *                          benchmark would
  *   STANDIN_BAD_ALGO       the find functions return algorithm 99 first
  *   STANDIN_BAD_DIMS       a getter reports a dimension count out of range:
  *                          tensor or filter (9), conv (7), negative (tensor -1)
@@ -28,10 +30,22 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-#define OK 0
-#define BAD_PARAM 2000
-#define DIM_MAX 8
+/* cuDNN's values, under its names (tests/realcudnn checks each one against
+ * the real headers). */
+#define CUDNN_STATUS_SUCCESS 0
+#define CUDNN_STATUS_BAD_PARAM 2000
+#define CUDNN_STATUS_NOT_SUPPORTED 3000
+#define CUDNN_STATUS_NOT_SUPPORTED_V8 9 /* cuDNN 8's (not checked) */
+#define CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED 4003
+#define CUDNN_DIM_MAX 8
+#define CUDNN_CONVOLUTION_FWD_ALGO_COUNT 8
+#define CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT 6
+#define CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT 7
+#define OK CUDNN_STATUS_SUCCESS
+#define BAD_PARAM CUDNN_STATUS_BAD_PARAM
+#define DIM_MAX CUDNN_DIM_MAX
 
 typedef struct {
     int algo, status;
@@ -67,7 +81,7 @@ size_t cudnnGetCudartVersion(void) { return 13000; }
 int cudnnCreate(struct handle **h) {
     if (!h) return BAD_PARAM;
     *h = calloc(1, sizeof **h);
-    return *h ? OK : 1001;
+    return *h ? OK : CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED;
 }
 int cudnnDestroy(struct handle *h) { free(h); return OK; }
 int cudnnSetStream(struct handle *h, void *s) {
@@ -197,9 +211,16 @@ static int find(const void *handle, int ptrs_ok, int op, const void *d0, size_t 
                 const void *d1, size_t n1, const struct conv *conv, const void *d3, size_t n3, int requested, int *returned,
                 perf_t *perf, size_t ws, int ex) {
     __atomic_fetch_add(&find_calls, 1, __ATOMIC_RELAXED);
+    size_t ms = env_size("STANDIN_FIND_MS", 0);
+    if (ms) {
+        struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) != 0) {}
+    }
     if (!handle || !ptrs_ok || !d0 || !d1 || !conv || !d3 || !returned || !perf || requested < 1)
         return BAD_PARAM;
-    static const int counts[4] = {0, 8, 6, 7};
+    static const int counts[4] = {0, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+                                   CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+                                   CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT};
     uint32_t h = 0x811C9DC5u;
     h = mix(h, &op, sizeof op);
     h = mix(h, &ex, sizeof ex);
@@ -210,7 +231,8 @@ static int find(const void *handle, int ptrs_ok, int op, const void *d0, size_t 
     h = mix(h, &requested, sizeof requested);
     h = mix(h, &ws, sizeof ws);
     int n = requested < counts[op] ? requested : counts[op];
-    const int not_supported = cudnnGetVersion() < 90000 ? 9 : 3000;
+    const int not_supported =
+        cudnnGetVersion() < 90000 ? CUDNN_STATUS_NOT_SUPPORTED_V8 : CUDNN_STATUS_NOT_SUPPORTED;
     for (int i = 0; i < n; i++) {
         memset(&perf[i], 0, sizeof perf[i]);
         perf[i].algo = (int)((h + (uint32_t)i) % (uint32_t)counts[op]);
