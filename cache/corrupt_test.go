@@ -35,12 +35,12 @@ func buildSample() sample {
 		recs = append(recs, record{key: []byte(fmt.Sprintf("snap-key-%d", i)), value: []byte(fmt.Sprintf("snap-value-%d", i)), inserted: 1, used: 2})
 	}
 	start := len(s.data)
-	s.data, _ = appendSnapshotFrames(s.data, h, sampleScope, recs, nil)
+	s.data, _, _ = appendSnapshotFrames(s.data, h, sampleScope, recs, nil)
 	for _, r := range recs {
 		s.entries = append(s.entries, sampleEntry{r.key, r.value, start, len(s.data)})
 	}
 	// Another scope's chunk, never visible to sampleScope.
-	s.data, _ = appendSnapshotFrames(s.data, 99, "other", []record{{key: []byte("other-key"), value: []byte("other-value"), inserted: 1, used: 1}}, nil)
+	s.data, _, _ = appendSnapshotFrames(s.data, 99, "other", []record{{key: []byte("other-key"), value: []byte("other-value"), inserted: 1, used: 1}}, nil)
 	s.data = encodeScopeFrame(s.data, h, sampleScope)
 	for i := 0; i < 8; i++ {
 		start := len(s.data)
@@ -156,7 +156,8 @@ func FuzzScanFrames(f *testing.F) {
 				}
 				decodePut(fr.payload)
 				decodeScope(fr.payload)
-				decodeSnapshot(fr, nil, nil)
+				budget := newDecodeBudget(int64(len(data)))
+				decodeSnapshot(fr, nil, nil, false, &budget)
 			}, nil)
 			if used < 0 || used > int64(len(data)) || (final && used != int64(len(data))) {
 				t.Fatalf("consumed %d of %d (final %v)", used, len(data), final)
