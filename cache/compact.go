@@ -38,6 +38,7 @@ type contents struct {
 	budget  decodeBudget // what is left to decode
 	scratch []byte       // encoding scratch
 	zbuf    []byte       // decoding scratch
+	chunk   []record     // one chunk's records, before they are merged
 }
 
 type mrec struct {
@@ -135,9 +136,8 @@ func (c *contents) addFrame(f frame) {
 		// Keep each chunk's decoded bytes: the records alias them. The
 		// budget bounds how many bytes that can be.
 		var scope string
-		var recs []record
 		var err error
-		scope, recs, c.zbuf, err = decodeSnapshot(f, c.zbuf, nil, true, &c.budget)
+		scope, c.chunk, c.zbuf, err = decodeSnapshot(f, c.zbuf, c.chunk[:0], true, &c.budget)
 		if err != nil {
 			c.damaged = append(c.damaged, damage{f.off, int64(len(f.payload)) + frameHeader})
 			return
@@ -146,9 +146,10 @@ func (c *contents) addFrame(f frame) {
 		if scope != "" || c.names[head.scopeHash] == "" {
 			c.names[head.scopeHash] = scope
 		}
-		for _, r := range recs {
+		for _, r := range c.chunk {
 			c.put(head.scopeHash, r)
 		}
+		clear(c.chunk)
 	}
 }
 

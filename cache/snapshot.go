@@ -191,21 +191,22 @@ func chunkEntries(count uint32, payload int) int64 {
 }
 
 // zstdFrame checks that body is exactly one zstd frame without a
-// dictionary, and returns the content size it declares (-1: none) and an
-// upper bound on what it can decode to. Walking the block headers costs
-// one step per block. Anything after the frame (a second frame, a
-// skippable frame) makes the chunk damage: writers never put it there, and
-// the decoder would decode or print it.
-func zstdFrame(body []byte) (fcs, bound int64, ok bool) {
+// dictionary, and returns the content size it declares (-1: none), what
+// its raw and RLE blocks alone decode to (exact), and an upper bound on
+// what it can decode to. Walking the block headers costs one step per
+// block. Anything after the frame (a second frame, a skippable frame)
+// makes the chunk damage: writers never put it there, and the decoder
+// would decode it, or print a line for it.
+func zstdFrame(body []byte) (fcs, exact, bound int64, ok bool) {
 	var h zstd.Header
 	if err := h.Decode(body); err != nil || h.Skippable || h.DictionaryID != 0 {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	const maxBlock = 128 << 10 // zstd's block maximum size
 	p := h.HeaderSize
 	for last := false; !last; {
 		if len(body)-p < 3 {
-			return 0, 0, false
+			return 0, 0, 0, false
 		}
 		bh := int(body[p]) | int(body[p+1])<<8 | int(body[p+2])<<16
 		p += 3
@@ -214,34 +215,34 @@ func zstdFrame(body []byte) (fcs, bound int64, ok bool) {
 		switch bh >> 1 & 3 {
 		case 0: // raw
 			p += size
-			bound += int64(size)
+			exact += int64(size)
 		case 1: // RLE: one byte repeated size times
 			p++
-			bound += int64(size)
+			exact += int64(size)
 		case 2: // compressed
 			if size > maxBlock {
-				return 0, 0, false
+				return 0, 0, 0, false
 			}
 			p += size
 			bound += maxBlock
 		default:
-			return 0, 0, false
+			return 0, 0, 0, false
 		}
 		if p > len(body) {
-			return 0, 0, false
+			return 0, 0, 0, false
 		}
 	}
 	if h.HasCheckSum {
 		p += 4
 	}
 	if p != len(body) {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	fcs = -1
 	if h.HasFCS {
 		fcs = int64(min(h.FrameContentSize, 1<<62))
 	}
-	return fcs, bound, true
+	return fcs, exact, exact + bound, true
 }
 
 // decodeChunk returns a snapshot payload's body, decompressed if it is
@@ -260,17 +261,24 @@ func decodeChunk(f frame, scratch []byte, keep bool, b *decodeBudget) (body, _ [
 		}
 		return body, scratch, nil
 	}
-	fcs, bound, ok := zstdFrame(body)
-	if !ok || fcs > maxChunkRaw || (fcs >= 0 && fcs > bound) {
+	// The decoder bounds what compressed blocks produce by the capacity of
+	// its destination, but appends raw and RLE blocks whole and checks
+	// after: so their sizes alone must fit, or a few bytes could make it
+	// allocate a block's worth for nothing.
+	fcs, exact, bound, ok := zstdFrame(body)
+	if !ok || fcs > maxChunkRaw || (fcs >= 0 && (fcs > bound || fcs < exact)) {
 		return nil, scratch, errBadSnapshot
 	}
-	limit := min(bound, maxChunkRaw)
-	if fcs >= 0 {
-		if !b.take(fcs) {
+	// What a chunk may decode to is charged before decoding: its declared
+	// size, or without one all it could take, the unused part refunded.
+	limit := fcs
+	if fcs < 0 {
+		limit = min(bound, maxChunkRaw, b.left)
+		if exact > limit {
 			return nil, scratch, errOverBudget
 		}
-		limit = fcs
-	} else if limit = min(limit, b.left); limit <= 0 {
+	}
+	if !b.take(limit) {
 		return nil, scratch, errOverBudget
 	}
 	var dst []byte
@@ -287,7 +295,7 @@ func decodeChunk(f frame, scratch []byte, keep bool, b *decodeBudget) (body, _ [
 		return nil, scratch, errBadSnapshot
 	}
 	if fcs < 0 {
-		b.take(int64(len(out))) // fits: out is at most what was left
+		b.left += limit - int64(len(out))
 		if keep {
 			out = bytes.Clone(out)
 		}
