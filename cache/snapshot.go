@@ -42,9 +42,10 @@ const (
 	// entries out of a few kilobytes.
 	minRecordCost = 128
 
-	// budgetSlack lets a small file written before writers padded (or by
-	// hand) hold a few very compressible values.
-	budgetSlack = 4 << 20
+	// budgetSlack lets a small file written before writers padded hold a
+	// chunk of the largest size whatever it compresses to: one maximal
+	// value, say.
+	budgetSlack = maxChunkRaw
 )
 
 // decodeBudget is what is left to decode in one reading of a file. It
