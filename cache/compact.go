@@ -120,7 +120,7 @@ func (c *contents) addFrame(f frame) {
 			c.damaged = append(c.damaged, damage{f.off, int64(len(f.payload)) + frameHeader})
 		}
 	case frameScope:
-		if h, name, ok := decodeScope(f.payload); ok {
+		if h, name, ok := decodeScope(f.payload); ok && ScopeHash(name) == h {
 			c.names[h] = name
 		}
 	case frameTouch:
@@ -143,7 +143,7 @@ func (c *contents) addFrame(f frame) {
 			return
 		}
 		head, _ := decodeSnapshotHead(f.payload)
-		if scope != "" || c.names[head.scopeHash] == "" {
+		if scope != "" && ScopeHash(scope) == head.scopeHash {
 			c.names[head.scopeHash] = scope
 		}
 		for _, r := range c.chunk {

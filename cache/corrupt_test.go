@@ -147,6 +147,9 @@ func FuzzScanFrames(f *testing.F) {
 	s := buildSample()
 	f.Add(s.data[headerSize:])
 	f.Add(s.data[headerSize : headerSize+40])
+	for _, b := range hostileSeeds() {
+		f.Add(b[headerSize:])
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, final := range []bool{false, true} {
 			used := scanFrames(data, 0, final, func(fr frame) {
@@ -173,6 +176,9 @@ func FuzzLoadFile(f *testing.F) {
 	f.Add(s.data)
 	f.Add(s.data[:headerSize])
 	f.Add(append(bytes.Clone(s.data), "trailing garbage"...))
+	for _, b := range hostileSeeds() {
+		f.Add(b)
+	}
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		path := filepath.Join(dir, "fuzz.ccdb")

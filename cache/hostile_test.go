@@ -404,3 +404,28 @@ func (w chanWriter) Write(p []byte) (int, error) {
 	w <- string(p)
 	return len(p), nil
 }
+
+// A scope is its hash: a name that does not hash to it (another scope's
+// entries labelled with the reader's scope name) is ignored, so a tool that
+// rewrites the file does not move those entries into the named scope.
+func TestMislabelledScopeStaysApart(t *testing.T) {
+	path, _ := writeClass(t, "scope-mislabel", 0)
+	if err := Rewrite(path, 0, func(e []Entry) ([]Entry, error) { return e, nil }); err != nil {
+		t.Fatal(err)
+	}
+	c := openScope(t, path, Options{Mode: ModeReadOnly})
+	for _, k := range []string{hostile.MislabelledKey, hostile.MislabelledKey + "-put"} {
+		if v, ok, _ := c.Get([]byte(k)); ok {
+			t.Fatalf("%s: another scope's entry served after a rewrite: %q", k, v)
+		}
+	}
+	f, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range f.Entries() {
+		if e.ScopeHash != hostile.ScopeHash(hostile.OtherScope) || e.Scope != "" {
+			t.Fatalf("entry %q: scope %q #%x", e.Key, e.Scope, e.ScopeHash)
+		}
+	}
+}

@@ -44,6 +44,7 @@ func Classes() []Class {
 		{"zstd-odd", "chunks with no content size, lying sizes, skippable and concatenated frames, huge windows, dictionaries", 256 << 10, zstdOdd},
 		{"varint-garbage", "uncompressed chunks and puts whose lengths are huge or overlong varints", 64 << 10, varintGarbage},
 		{"hash-flood", "keys whose hashes share their low 12 bits", 128 << 10, hashFlood},
+		{"scope-mislabel", "another scope's entries under the reader's scope name (a name that does not hash to its scope)", 0, scopeMislabel},
 	}
 }
 
@@ -387,5 +388,20 @@ func hashFlood(size int, scope string) []byte {
 			b = Put(b, h, k, nil)
 		}
 	}
+	return b
+}
+
+// MislabelledKey is the key scopeMislabel stores in another scope, named
+// as the reader's: a reader (or a tool that rewrites the file) that trusts
+// the name over the hash would serve it.
+const MislabelledKey = "mislabelled"
+
+func scopeMislabel(_ int, scope string) []byte {
+	other := ScopeHash(OtherScope)
+	b := Header()
+	body := Compress(Chunk(scope, []Rec{{Key: []byte(MislabelledKey), Value: []byte("chunk")}}))
+	b = Snapshot(b, other, 1, FlagZstd, body)
+	b = Scope(b, other, scope)
+	b = Put(b, other, []byte(MislabelledKey+"-put"), []byte("put"))
 	return b
 }
