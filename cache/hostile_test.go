@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cespare/xxhash/v2"
+
 	"github.com/convcache/convcache/internal/hostile"
 )
 
@@ -427,5 +429,46 @@ func TestMislabelledScopeStaysApart(t *testing.T) {
 		if e.ScopeHash != hostile.ScopeHash(hostile.OtherScope) || e.Scope != "" {
 			t.Fatalf("entry %q: scope %q #%x", e.Key, e.Scope, e.ScopeHash)
 		}
+	}
+}
+
+// Keys chosen so that their hashes share their low 12 bits all started at
+// one slot, so each insert and find walked a run of all of them (quadratic
+// to load, finds 100 times slower). Slots now come from the hash times a
+// multiplier the file cannot know: the runs stay short. (The test fixes the
+// multiplier, so that it is deterministic.)
+func TestHashFloodSpreads(t *testing.T) {
+	old := indexSeed
+	indexSeed = func() uint64 { return 0x9E3779B97F4A7C15 }
+	defer func() { indexSeed = old }()
+	path, data := writeClass(t, "hash-flood", 128<<10)
+	c := openScope(t, path, Options{Mode: ModeReadOnly})
+	ix := c.idx.Load()
+	tab := ix.tab.Load()
+	var keys, total, longest int
+	scanFrames(data[headerSize:], headerSize, true, func(f frame) {
+		p, ok := decodePut(f.payload)
+		if !ok {
+			return
+		}
+		keys++
+		h := xxhash.Sum64(p.key)
+		n := 1
+		for i := tab.first(h, ix.mult); ; i = (i + 1) & tab.mask {
+			s := tab.slots[i].Load()
+			if s == 0 {
+				t.Fatalf("key %x not in the index", p.key)
+			}
+			ref := s & refMask
+			if bytes.Equal(entryKey(ix.cs[ref>>chunkOffBits], int(ref&(maxChunk-1))), p.key) {
+				break
+			}
+			n++
+		}
+		total += n
+		longest = max(longest, n)
+	}, nil)
+	if keys < 1000 || total > 4*keys || longest > 64 {
+		t.Fatalf("%d keys in %d slots: %d probes in all, the longest %d", keys, len(tab.slots), total, longest)
 	}
 }
