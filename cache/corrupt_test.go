@@ -179,9 +179,8 @@ func FuzzLoadFile(f *testing.F) {
 	for _, b := range hostileSeeds() {
 		f.Add(b)
 	}
-	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, data []byte) {
-		path := filepath.Join(dir, "fuzz.ccdb")
+		path := filepath.Join(t.TempDir(), "fuzz.ccdb") // per input: see FuzzOpenPath
 		os.WriteFile(path, data, 0o600)
 		c, err := Open(path, &Options{Scope: sampleScope, Mode: ModeReadOnly})
 		if err != nil {

@@ -42,10 +42,10 @@ func addSeeds(f *testing.F) {
 // Save (compacting), Load and Close on it.
 func FuzzOpenPath(f *testing.F) {
 	addSeeds(f)
-	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, data []byte) {
-		path := filepath.Join(dir, "open.ccdb")
-		os.Remove(path)
+		// A directory per input: a fuzz worker is killed when fuzzing
+		// stops, and would leave one shared directory behind.
+		path := filepath.Join(t.TempDir(), "open.ccdb")
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
