@@ -197,7 +197,7 @@ func chunkEntries(count uint32, payload int) int64 {
 // what it can decode to. Walking the block headers costs one step per
 // block. Anything after the frame (a second frame, a skippable frame)
 // makes the chunk damage: writers never put it there, and the decoder
-// would decode it, or print a line for it.
+// would decode a second frame beyond what the first one declares.
 func zstdFrame(body []byte) (fcs, exact, bound int64, ok bool) {
 	var h zstd.Header
 	if err := h.Decode(body); err != nil || h.Skippable || h.DictionaryID != 0 {
