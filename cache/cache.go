@@ -392,7 +392,7 @@ func (c *Cache) adopt(f file, final bool) error {
 	c.snapEntries, c.journalPuts = lay.snapEntries, lay.journalPuts
 	c.budget, c.budgetEnd, c.tailMark = budget, size, tailMark{}
 	if lay.end < size {
-		c.tailMark = markOf(fi)
+		c.tailMark = markOf(fi) // a tail left for later: see refresh
 	}
 	c.idx.Store(ix)
 	return nil
@@ -405,14 +405,24 @@ type tailMark struct {
 	mtime, ctime syscall.Timespec
 }
 
+// markSettle is how long a file's data must have been left alone for its
+// times to tell its state: file times tick coarsely (a few milliseconds),
+// so a truncation and an append within one tick could leave the size and
+// times as they were. A file modified more recently is not marked, and is
+// scanned again (as git treats a "racily clean" file).
+const markSettle = 100 * time.Millisecond
+
 func markOf(fi fs.FileInfo) tailMark {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		return markOfStat(st)
 	}
-	return tailMark{size: fi.Size()}
+	return tailMark{}
 }
 
 func markOfStat(st *syscall.Stat_t) tailMark {
+	if time.Since(time.Unix(st.Mtim.Unix())) < markSettle {
+		return tailMark{} // no mark (refresh never matches one of size 0)
+	}
 	return tailMark{size: st.Size, mtime: st.Mtim, ctime: st.Ctim}
 }
 
@@ -588,7 +598,7 @@ func (c *Cache) refresh(final bool) error {
 		return nil
 	case size < c.off:
 		return c.reopen(final) // truncated by someone else: start over
-	case !final && c.tailMark == markOfStat(&st):
+	case !final && c.tailMark.size > 0 && c.tailMark == markOfStat(&st):
 		return nil // the same unfinished tail as last time: nothing to redo
 	}
 	buf, err := c.read(c.f, c.off, size)
