@@ -408,9 +408,10 @@ type tailMark struct {
 // markSettle is how long a file's data must have been left alone for its
 // times to tell its state: file times tick coarsely (a few milliseconds),
 // so a truncation and an append within one tick could leave the size and
-// times as they were. A file modified more recently is not marked, and is
-// scanned again (as git treats a "racily clean" file).
-const markSettle = 100 * time.Millisecond
+// times as they were. A file modified more recently (or whose time is that
+// close ahead) is not marked, and is scanned again (as git treats a
+// "racily clean" file). A variable for tests.
+var markSettle = 100 * time.Millisecond
 
 func markOf(fi fs.FileInfo) tailMark {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
@@ -420,7 +421,7 @@ func markOf(fi fs.FileInfo) tailMark {
 }
 
 func markOfStat(st *syscall.Stat_t) tailMark {
-	if time.Since(time.Unix(st.Mtim.Unix())) < markSettle {
+	if d := time.Since(time.Unix(st.Mtim.Unix())); d < markSettle && d > -markSettle {
 		return tailMark{} // no mark (refresh never matches one of size 0)
 	}
 	return tailMark{size: st.Size, mtime: st.Mtim, ctime: st.Ctim}
