@@ -57,15 +57,19 @@ type Cache struct {
 	detached    bool // the file at the path may not be used: it is never read again
 	fsType      string
 	networkFS   bool
-	stallUntil  time.Time // after a lock timeout, inserts try the lock once until then
-	buf         []byte    // read scratch
-	zbuf        []byte    // decompression scratch
-	recs        []record  // decoded snapshot scratch
-	warnedBroke bool      // a reload failure was reported
+	stallUntil  time.Time    // after a lock timeout, inserts try the lock once until then
+	buf         []byte       // read scratch
+	zbuf        []byte       // decompression scratch
+	recs        []record     // decoded snapshot scratch
+	budget      decodeBudget // what is left to decode of the current file
+	budgetEnd   int64        // the file size budget has been granted for
+	tailMark    tailMark     // the file as a scan that left a tail saw it
+	warnedBroke bool         // a reload failure was reported
 	flights     flightGroup
 
 	compactMu   sync.Mutex  // one compaction of this handle at a time
 	compactBusy atomic.Bool // a background compaction is running
+	compactOff  atomic.Bool // a compaction panicked: this handle compacts no more
 
 	system *Cache    // read-only system tier, or nil
 	vlevel int       // verbose log level; 0 = off
@@ -448,7 +452,8 @@ func (c *Cache) adopt(f file, final bool) error {
 		}
 		return fmt.Errorf("%s: %w: the file was left untouched; move it aside or set CONVCACHE_PATH to another file", c.path, err)
 	}
-	ix, scopes, lay := c.build(buf, final)
+	budget := newDecodeBudget(size)
+	ix, scopes, lay := c.build(buf, final, &budget)
 	defer c.releaseScratch(size)
 	// Entries kept in memory survive the swap.
 	for k, v := range c.pending {
@@ -467,8 +472,41 @@ func (c *Cache) adopt(f file, final bool) error {
 	c.f, c.dirty = f, false
 	c.off, c.snapEnd, c.created, c.scopes = lay.end, lay.snapEnd, h.created, scopes
 	c.snapEntries, c.journalPuts = lay.snapEntries, lay.journalPuts
+	c.budget, c.budgetEnd, c.tailMark = budget, size, tailMark{}
+	if lay.end < size {
+		c.tailMark = markOf(fi) // a tail left for later: see refresh
+	}
 	c.idx.Store(ix)
 	return nil
+}
+
+// tailMark identifies a file's state by its size and times: a scan that
+// left an unfinished tail need not be redone until the file changes.
+type tailMark struct {
+	size         int64
+	mtime, ctime syscall.Timespec
+}
+
+// markSettle is how long a file's data must have been left alone for its
+// times to tell its state: file times tick coarsely (a few milliseconds),
+// so a truncation and an append within one tick could leave the size and
+// times as they were. A file modified more recently (or whose time is that
+// close ahead) is not marked, and is scanned again (as git treats a
+// "racily clean" file). A variable for tests.
+var markSettle = 100 * time.Millisecond
+
+func markOf(fi fs.FileInfo) tailMark {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return markOfStat(st)
+	}
+	return tailMark{}
+}
+
+func markOfStat(st *syscall.Stat_t) tailMark {
+	if d := time.Since(time.Unix(st.Mtim.Unix())); d < markSettle && d > -markSettle {
+		return tailMark{} // no mark (refresh never matches one of size 0)
+	}
+	return tailMark{size: st.Size, mtime: st.Mtim, ctime: st.Ctim}
 }
 
 // releaseScratch drops the buffers a full read of a large file used, and
@@ -512,32 +550,41 @@ type layout struct {
 	journalPuts int64 // put frames after them, all scopes
 }
 
-// build parses a whole file image into a new index of this scope.
-func (c *Cache) build(buf []byte, final bool) (ix *index, scopes map[uint64]bool, lay layout) {
+// build parses a whole file image into a new index of this scope, decoding
+// no more than budget allows.
+//
+// A snapshot chunk's entry count is only a hint, bounded by the chunk's
+// bytes (chunkEntries): it sizes the index and counts the snapshot for
+// needCompact, so a forged count can neither make the index huge nor keep
+// the journal from being compacted.
+func (c *Cache) build(buf []byte, final bool, budget *decodeBudget) (ix *index, scopes map[uint64]bool, lay layout) {
 	scopes = map[uint64]bool{}
 	var frames []frame
-	hint := 0
+	var hint int64
 	lay.snapEnd = headerSize
 	lay.end = headerSize + scanFrames(buf[headerSize:], headerSize, final, func(f frame) {
 		head, isSnap := decodeSnapshotHead(f.payload)
 		isSnap = isSnap && f.typ == frameSnapshot
-		if isSnap && f.off == lay.snapEnd {
+		entries := chunkEntries(head.count, len(f.payload))
+		if (isSnap || f.typ == framePad) && f.off == lay.snapEnd {
 			lay.snapEnd = f.off + frameHeader + int64(len(f.payload))
-			lay.snapEntries += int64(head.count)
+			if isSnap {
+				lay.snapEntries += entries
+			}
 		}
 		if f.typ == framePut {
 			lay.journalPuts++
 		}
 		if isSnap && head.scopeHash == c.scopeHash {
-			hint += int(head.count)
+			hint += entries
 		} else if f.typ == framePut {
 			hint++
 		}
 		frames = append(frames, f)
 	}, c.noteDamage)
-	ix = newIndex(hint)
+	ix = newIndex(int(hint))
 	for _, f := range frames {
-		c.apply(ix, scopes, f)
+		c.apply(ix, scopes, f, budget)
 	}
 	return ix, scopes, lay
 }
@@ -546,8 +593,9 @@ func (c *Cache) noteDamage(d damage) {
 	c.st.damaged.Add(uint64(d.len))
 }
 
-// apply adds one frame's entries of this scope to ix. Caller holds mu.
-func (c *Cache) apply(ix *index, scopes map[uint64]bool, f frame) {
+// apply adds one frame's entries of this scope to ix, decoding no more
+// than budget allows. Caller holds mu.
+func (c *Cache) apply(ix *index, scopes map[uint64]bool, f frame, budget *decodeBudget) {
 	switch f.typ {
 	case framePut:
 		p, ok := decodePut(f.payload)
@@ -576,7 +624,7 @@ func (c *Cache) apply(ix *index, scopes map[uint64]bool, f frame) {
 			return // another scope's chunk: not even decompressed
 		}
 		var err error
-		_, c.recs, c.zbuf, err = decodeSnapshot(f, c.zbuf, c.recs[:0])
+		_, c.recs, c.zbuf, err = decodeSnapshot(f, c.zbuf, c.recs[:0], false, budget)
 		if err != nil {
 			c.noteDamage(damage{f.off, int64(len(f.payload))})
 			return
@@ -636,10 +684,16 @@ func (c *Cache) refresh(final bool) error {
 		return nil
 	case size < c.off:
 		return c.reopen(final) // truncated by someone else: start over
+	case !final && c.tailMark.size > 0 && c.tailMark == markOfStat(&st):
+		return nil // the same unfinished tail as last time: nothing to redo
 	}
 	buf, err := c.read(c.f, c.off, size)
 	if err != nil {
 		return err
+	}
+	if size > c.budgetEnd {
+		c.budget.grow(size - c.budgetEnd)
+		c.budgetEnd = size
 	}
 	ix := c.idx.Load()
 	tail := damage{off: -1}
@@ -647,11 +701,15 @@ func (c *Cache) refresh(final bool) error {
 		if f.typ == framePut {
 			c.journalPuts++
 		}
-		c.apply(ix, c.scopes, f)
+		c.apply(ix, c.scopes, f, &c.budget)
 	}, func(d damage) {
 		c.noteDamage(d)
 		tail = d
 	})
+	c.tailMark = tailMark{}
+	if c.off < size {
+		c.tailMark = markOfStat(&st)
+	}
 	if final && tail.off >= 0 && tail.off+tail.len == size && !c.readOnly {
 		// A torn tail: a writer died mid-append (SIGKILL can cut a write
 		// between pages). We hold the lock, so nobody is writing, and no
@@ -1107,7 +1165,7 @@ func (c *Cache) appendLocked(rec, extra []byte) error {
 // bytes would not do: a snapshot entry takes about a tenth of the bytes of
 // a journal record, and compactions would come ten times too often.)
 func (c *Cache) needCompact() bool {
-	if c.f == nil {
+	if c.f == nil || c.compactOff.Load() {
 		return false
 	}
 	journal := c.off - c.snapEnd

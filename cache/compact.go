@@ -36,8 +36,11 @@ type contents struct {
 	touches map[[2]uint64]int64
 	damaged []damage
 	frames  int
-	end     int64 // offset after the last valid frame
-	scratch []byte
+	end     int64        // offset after the last valid frame
+	budget  decodeBudget // what is left to decode
+	scratch []byte       // encoding scratch
+	zbuf    []byte       // decoding scratch
+	chunk   []record     // one chunk's records, before they are merged
 }
 
 type mrec struct {
@@ -48,16 +51,21 @@ type mrec struct {
 	dead bool  // evicted
 }
 
-func newContents() *contents { return newContentsSized(0) }
+// newContents returns empty contents that may decode a file of fileBytes
+// bytes (see decodeBudget).
+func newContents(fileBytes int64) *contents { return newContentsSized(fileBytes, 0) }
 
 // newContentsSized is newContents for about n entries: a slice and map
-// that never grow spare no copies in a compaction of millions.
-func newContentsSized(n int) *contents {
+// that never grow spare no copies in a compaction of millions. n is a hint;
+// it is capped by what the file's bytes can hold.
+func newContentsSized(fileBytes int64, n int) *contents {
+	n = int(min(int64(n), fileBytes*expandFactor/minRecordCost+1024))
 	return &contents{
 		names:   map[uint64]string{},
 		recs:    make([]mrec, 0, n),
 		byHash:  make(map[[2]uint64]int32, n),
 		touches: map[[2]uint64]int64{},
+		budget:  newDecodeBudget(fileBytes),
 	}
 }
 
@@ -114,7 +122,7 @@ func (c *contents) addFrame(f frame) {
 			c.damaged = append(c.damaged, damage{f.off, int64(len(f.payload)) + frameHeader})
 		}
 	case frameScope:
-		if h, name, ok := decodeScope(f.payload); ok {
+		if h, name, ok := decodeScope(f.payload); ok && ScopeHash(name) == h {
 			c.names[h] = name
 		}
 	case frameTouch:
@@ -127,27 +135,32 @@ func (c *contents) addFrame(f frame) {
 			}
 		}
 	case frameSnapshot:
-		// Decode into a fresh buffer: the records alias it.
-		scope, recs, _, err := decodeSnapshot(f, nil, nil)
+		// Keep each chunk's decoded bytes: the records alias them. The
+		// budget bounds how many bytes that can be.
+		var scope string
+		var err error
+		scope, c.chunk, c.zbuf, err = decodeSnapshot(f, c.zbuf, c.chunk[:0], true, &c.budget)
 		if err != nil {
 			c.damaged = append(c.damaged, damage{f.off, int64(len(f.payload)) + frameHeader})
 			return
 		}
 		head, _ := decodeSnapshotHead(f.payload)
-		if scope != "" || c.names[head.scopeHash] == "" {
+		if scope != "" && ScopeHash(scope) == head.scopeHash {
 			c.names[head.scopeHash] = scope
 		}
-		for _, r := range recs {
+		for _, r := range c.chunk {
 			c.put(head.scopeHash, r)
 		}
+		clear(c.chunk)
 	}
 }
 
 // readContents parses a whole file image. The header must already be valid.
 func readContents(buf []byte) *contents { return readContentsSized(buf, 0) }
 
+// readContentsSized is readContents with a hint of the entries: n.
 func readContentsSized(buf []byte, n int) *contents {
-	c := newContentsSized(n)
+	c := newContentsSized(int64(len(buf)), n)
 	scanFrames(buf[headerSize:], headerSize, true, c.addFrame, func(d damage) {
 		c.damaged = append(c.damaged, d)
 	})
@@ -213,6 +226,11 @@ func (c *contents) evict(maxEntries, maxBytes int64) int {
 
 // encode writes a complete file image: a header and one run of snapshot
 // chunks per scope, keys sorted so that similar keys compress together.
+//
+// If the chunks would cost a reader more than expandFactor times the
+// image's size (values that compress extremely well), pad frames follow
+// them: a reader's decodeBudget then always covers a file this package
+// wrote, and the budget stays a bound on what a hostile file can cost.
 func (c *contents) encode(created time.Time) []byte {
 	byScope := map[uint64][]*mrec{}
 	c.each(func(e *mrec) { byScope[e.scope] = append(byScope[e.scope], e) })
@@ -223,6 +241,7 @@ func (c *contents) encode(created time.Time) []byte {
 	slices.Sort(scopes)
 	out := encodeHeader(created)
 	var recs []record
+	var cost int64
 	for _, s := range scopes {
 		es := byScope[s]
 		slices.SortFunc(es, func(a, b *mrec) int { return bytes.Compare(a.key, b.key) })
@@ -230,9 +249,11 @@ func (c *contents) encode(created time.Time) []byte {
 		for _, e := range es {
 			recs = append(recs, e.record)
 		}
-		out, c.scratch = appendSnapshotFrames(out, s, c.names[s], recs, c.scratch)
+		var n int64
+		out, c.scratch, n = appendSnapshotFrames(out, s, c.names[s], recs, c.scratch)
+		cost += n
 	}
-	return out
+	return appendPadding(out, (cost+expandFactor-1)/expandFactor)
 }
 
 // compact rewrites the file as a snapshot of every scope's current entries,
@@ -270,45 +291,32 @@ func (c *Cache) compact() error {
 	start := time.Now()
 	defer lowGC()()
 
-	// 1. Read the file as it is.
+	// 1. Read the file as it is. (Locks are released by defer throughout,
+	// so that even a panic, recovered by compactSoon, leaves none held.)
 	lk, err := c.lk.Lock(c.opts.LockTimeout)
 	if err != nil {
 		return fmt.Errorf("%w: compaction of %s postponed", ErrLock, c.path)
 	}
-	buf, id, err := c.readWhole()
-	lk.Unlock()
+	buf, id, err := func() ([]byte, fileID, error) {
+		defer lk.Unlock()
+		return c.readWhole()
+	}()
 	if err != nil {
 		return err
 	}
-	c.mu.Lock()
-	size := c.snapEntries + c.journalPuts // an upper bound on the entries, as last seen
-	c.mu.Unlock()
+	var size int64
+	c.locked(func() { size = c.snapEntries + c.journalPuts }) // about the entries, as last seen (bounded hints)
 	all := readContentsSized(buf, int(min(size+size/8+1024, 1<<27)))
 	end := all.end // records appended after this are copied in step 3
+	if compactHook != nil {
+		compactHook()
+	}
 
 	// 2. Fold in this handle's recent hits and unwritten entries, evict,
 	// encode.
 	ms := start.UnixMilli()
-	c.mu.Lock()
-	g := c.gen.Load()
-	c.idx.Load().each(func(ch []byte, off int) {
-		if atomicLoad32(ch, off+8) == g {
-			k := entryKey(ch, off)
-			if i := all.find(c.scopeHash, xxhash.Sum64(k), k); i >= 0 {
-				all.recs[i].used = max(all.recs[i].used, ms)
-			}
-		}
-	})
-	c.gen.Store(g + 1)
-	written := make(map[string][]byte, len(c.pending))
-	for k, v := range c.pending {
-		written[k] = v
-		all.put(c.scopeHash, record{key: []byte(k), value: v, inserted: ms, used: ms})
-	}
-	if all.names[c.scopeHash] == "" {
-		all.names[c.scopeHash] = c.scope
-	}
-	c.mu.Unlock()
+	var written map[string][]byte
+	c.locked(func() { written = c.foldInto(all, ms) })
 	evicted := all.evict(c.opts.MaxEntries, c.opts.MaxBytes)
 	entries, oldSize := all.live, len(buf)
 	image := all.encode(start)
@@ -322,15 +330,17 @@ func (c *Cache) compact() error {
 	if err != nil {
 		return fmt.Errorf("%w: compaction of %s postponed", ErrLock, c.path)
 	}
-	if c.closed.Load() {
-		lk.Unlock()
-		return nil
-	}
-	image, same, err := c.appendTail(image, id, end)
-	if err == nil && same {
-		err = replaceFile(c.fs, c.path, image)
-	}
-	lk.Unlock()
+	image, same, err := func() ([]byte, bool, error) {
+		defer lk.Unlock()
+		if c.closed.Load() {
+			return image, false, nil
+		}
+		image, same, err := c.appendTail(image, id, end)
+		if err == nil && same {
+			err = replaceFile(c.fs, c.path, image)
+		}
+		return image, same, err
+	}()
 	if err != nil || !same {
 		return err
 	}
@@ -356,6 +366,41 @@ func (c *Cache) compact() error {
 	}
 	c.unsynced, c.dirty = nil, false
 	return c.reopen(false)
+}
+
+// compactHook, when set by a test, runs in every compaction after the file
+// is read, with no lock held but the compaction's own.
+var compactHook func()
+
+// locked runs fn holding mu, releasing it even if fn panics.
+func (c *Cache) locked(fn func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fn()
+}
+
+// foldInto adds this handle's recent hits (as uses at ms) and its entries
+// not yet written to all, and returns the latter. Caller holds mu.
+func (c *Cache) foldInto(all *contents, ms int64) (written map[string][]byte) {
+	g := c.gen.Load()
+	c.idx.Load().each(func(ch []byte, off int) {
+		if atomicLoad32(ch, off+8) == g {
+			k := entryKey(ch, off)
+			if i := all.find(c.scopeHash, xxhash.Sum64(k), k); i >= 0 {
+				all.recs[i].used = max(all.recs[i].used, ms)
+			}
+		}
+	})
+	c.gen.Store(g + 1)
+	written = make(map[string][]byte, len(c.pending))
+	for k, v := range c.pending {
+		written[k] = v
+		all.put(c.scopeHash, record{key: []byte(k), value: v, inserted: ms, used: ms})
+	}
+	if all.names[c.scopeHash] == "" {
+		all.names[c.scopeHash] = c.scope
+	}
+	return written
 }
 
 // readWhole reads the whole file at the path and identifies it. A file
@@ -412,12 +457,22 @@ func (c *Cache) appendTail(image []byte, id fileID, from int64) ([]byte, bool, e
 
 // compactSoon starts a compaction in the background unless one is running.
 // Inserts use it: they return as soon as their record is appended.
+//
+// The goroutine recovers a panic, as the exported functions do at the C
+// boundary: it warns once and turns compaction off for this handle, which
+// keeps working without it (another process, or a new handle, compacts).
+// Compaction releases every lock by defer, so none is left held.
 func (c *Cache) compactSoon() {
-	if !c.compactBusy.CompareAndSwap(false, true) {
+	if c.compactOff.Load() || !c.compactBusy.CompareAndSwap(false, true) {
 		return
 	}
 	go func() {
 		defer c.compactBusy.Store(false)
+		defer func() {
+			if r := recover(); r != nil && !c.compactOff.Swap(true) {
+				c.warnf("compaction of %s failed with a panic (%v); background compaction is off for this handle. Please report this line.", c.path, r)
+			}
+		}()
 		// Inserts that came while this one ran did not start another: go on
 		// while the file still needs it (a few rounds at most).
 		for round := 0; round < 4 && !c.closed.Load(); round++ {

@@ -35,12 +35,12 @@ func buildSample() sample {
 		recs = append(recs, record{key: []byte(fmt.Sprintf("snap-key-%d", i)), value: []byte(fmt.Sprintf("snap-value-%d", i)), inserted: 1, used: 2})
 	}
 	start := len(s.data)
-	s.data, _ = appendSnapshotFrames(s.data, h, sampleScope, recs, nil)
+	s.data, _, _ = appendSnapshotFrames(s.data, h, sampleScope, recs, nil)
 	for _, r := range recs {
 		s.entries = append(s.entries, sampleEntry{r.key, r.value, start, len(s.data)})
 	}
 	// Another scope's chunk, never visible to sampleScope.
-	s.data, _ = appendSnapshotFrames(s.data, 99, "other", []record{{key: []byte("other-key"), value: []byte("other-value"), inserted: 1, used: 1}}, nil)
+	s.data, _, _ = appendSnapshotFrames(s.data, 99, "other", []record{{key: []byte("other-key"), value: []byte("other-value"), inserted: 1, used: 1}}, nil)
 	s.data = encodeScopeFrame(s.data, h, sampleScope)
 	for i := 0; i < 8; i++ {
 		start := len(s.data)
@@ -147,6 +147,9 @@ func FuzzScanFrames(f *testing.F) {
 	s := buildSample()
 	f.Add(s.data[headerSize:])
 	f.Add(s.data[headerSize : headerSize+40])
+	for _, b := range hostileSeeds() {
+		f.Add(b[headerSize:])
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, final := range []bool{false, true} {
 			used := scanFrames(data, 0, final, func(fr frame) {
@@ -156,7 +159,8 @@ func FuzzScanFrames(f *testing.F) {
 				}
 				decodePut(fr.payload)
 				decodeScope(fr.payload)
-				decodeSnapshot(fr, nil, nil)
+				budget := newDecodeBudget(int64(len(data)))
+				decodeSnapshot(fr, nil, nil, false, &budget)
 			}, nil)
 			if used < 0 || used > int64(len(data)) || (final && used != int64(len(data))) {
 				t.Fatalf("consumed %d of %d (final %v)", used, len(data), final)
@@ -172,9 +176,11 @@ func FuzzLoadFile(f *testing.F) {
 	f.Add(s.data)
 	f.Add(s.data[:headerSize])
 	f.Add(append(bytes.Clone(s.data), "trailing garbage"...))
-	dir := f.TempDir()
+	for _, b := range hostileSeeds() {
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		path := filepath.Join(dir, "fuzz.ccdb")
+		path := filepath.Join(t.TempDir(), "fuzz.ccdb") // per input: see FuzzOpenPath
 		os.WriteFile(path, data, 0o600)
 		c, err := Open(path, &Options{Scope: sampleScope, Mode: ModeReadOnly})
 		if err != nil {

@@ -49,11 +49,39 @@
 //	                 uvarint name len | name | varint base ms |
 //	                 { uvarint klen | uvarint vlen | uvarint inserted-base |
 //	                   uvarint used-inserted | key | value } ...
+//	type 5 pad       ignored bytes (see Bounds)
+//
+// Readers skip frame types they do not know. A zstd body is exactly one
+// zstd frame, without a dictionary.
 //
 // Scope and key hashes are XXH64 (seed 0). A compacted file is the header, a
 // run of snapshot frames (the snapshot), then the journal: put, scope and
 // touch frames appended by writers. A put's scope is named by a scope frame
 // earlier in the same file.
+//
+// # Bounds
+//
+// Every byte of a file may have been written by someone else, checksums
+// included, so every count and length in it is a hint, bounded by the bytes
+// that carry it, and reading a file costs memory proportional to its size
+// and time linear in it:
+//
+//   - A snapshot chunk's entry count sizes tables only up to what its bytes
+//     can hold (16 entries per 128 bytes of payload), and counts the
+//     snapshot for compaction the same way.
+//   - A chunk decodes to at most what a writer produces: 128 KiB plus one
+//     maximal record. One reading of a file decodes at most 16 times the
+//     file's size (plus one maximal chunk), each record counted as at least
+//     128 bytes; a chunk that does not fit is damage and is not decoded.
+//     Writers add pad frames to a file whose snapshot would expand more
+//     (values that compress extremely well), so files this package writes
+//     are always read whole.
+//   - Finding the next valid frame after damage costs time linear in the
+//     bytes scanned, however many fake frame headers the damage holds, and
+//     a reader that left an unfinished tail does not scan it again until
+//     the file changes.
+//   - Keys take index slots from their hash times a multiplier chosen at
+//     random per index, so a file cannot plant keys that all collide.
 //
 // # Damage
 //
@@ -64,7 +92,9 @@
 // Every frame carries its own checksum. A damaged frame (bad sync word,
 // length or checksum) is skipped by scanning for the next valid frame, so one
 // flipped byte costs one record, or one snapshot chunk (at most about 128 KiB
-// of entries), and nothing else. A torn tail left by a writer that died
+// of entries), and nothing else. A chunk that is malformed or beyond the
+// bounds above is damage too: its entries are skipped, and the next
+// compaction drops it. A torn tail left by a writer that died
 // mid-append is skipped the same way, and dropped by the next compaction. A
 // reader that does not hold the lock treats an unfinished tail as a write in
 // progress and looks again later.

@@ -29,6 +29,9 @@ const (
 	frameScope    = 2 // names a scope hash
 	frameTouch    = 3 // key hashes of a scope used since the last touch frame
 	frameSnapshot = 4 // a compressed chunk of one scope's entries
+	framePad      = 5 // ignored bytes that keep a file's decode budget honest
+
+	// Readers skip frame types they do not know.
 )
 
 // frameFlagZstd marks a snapshot payload whose body is zstd-compressed.
@@ -177,42 +180,11 @@ type damage struct {
 
 // frameAt returns the length of the complete, valid frame at b[0:], or 0.
 func frameAt(b []byte) int {
-	if len(b) < frameHeader || binary.LittleEndian.Uint32(b) != frameSync {
-		return 0
-	}
-	plen := binary.LittleEndian.Uint32(b[8:])
-	if plen > maxFramePayload || binary.LittleEndian.Uint16(b[6:]) != 0 {
-		return 0
-	}
-	end := frameHeader + int(plen)
-	if end > len(b) {
-		return 0
-	}
-	crc := crc32.Update(0, castagnoli, b[4:12])
-	crc = crc32.Update(crc, castagnoli, b[frameHeader:end])
-	if crc != binary.LittleEndian.Uint32(b[12:]) {
-		return 0
-	}
-	return end
+	s := scanner{b: b}
+	return s.frameLen(0, maxFramePayload)
 }
 
 var syncBytes = []byte{0xE7, 'C', 'C', 'R'}
-
-// nextFrame returns the position in b of the next complete, valid frame at
-// or after from, or -1.
-func nextFrame(b []byte, from int) int {
-	for from < len(b) {
-		i := bytes.Index(b[from:], syncBytes)
-		if i < 0 {
-			return -1
-		}
-		if frameAt(b[from+i:]) > 0 {
-			return from + i
-		}
-		from += i + 1
-	}
-	return -1
-}
 
 // scanFrames walks the frames in b, which holds the file bytes starting at
 // file offset base, and calls fn for each valid frame in order.
@@ -226,16 +198,33 @@ func nextFrame(b []byte, from int) int {
 //
 // scanFrames returns the number of bytes consumed: the offset after the last
 // frame or damaged region it accounted for.
+//
+// The work is linear in len(b) whatever b holds (see scanner): a frame the
+// scan has not yet seen is checked directly only when its claim is small or
+// covered by the bytes of valid frames already read; any other claim, and
+// every candidate while resynchronising, is checked through checkpoints.
 func scanFrames(b []byte, base int64, final bool, fn func(frame), bad func(damage)) int64 {
+	s := scanner{b: b}
+	defer func() { crcWork.Add(s.work) }()
+	// credit is how large a claim may be checked directly: a first
+	// allowance (a frame at the start of a scan is most likely valid), plus
+	// the valid bytes read, less what direct checks of failed claims cost.
+	// Direct checks therefore waste at most initialCredit plus the valid
+	// bytes of a scan.
+	credit := initialCredit
 	p := 0
 	for p < len(b) {
-		n := frameAt(b[p:])
+		n := s.frameLen(p, uint32(max(credit, crcStride)))
 		if n > 0 {
 			fn(frame{off: base + int64(p), typ: b[p+4], flags: b[p+5], payload: b[p+frameHeader : p+n]})
 			p += n
+			credit += n
 			continue
 		}
-		q := nextFrame(b, p+1)
+		if claim := claimedPayload(b[p:]); claim <= max(credit, crcStride) {
+			credit -= claim
+		}
+		q := s.next(p + 1)
 		if q < 0 {
 			if !final {
 				// Possibly a write in progress: look again later. A damaged
@@ -250,4 +239,18 @@ func scanFrames(b []byte, base int64, final bool, fn func(frame), bad func(damag
 		p = q
 	}
 	return int64(p)
+}
+
+// initialCredit is what direct checks may waste in one scan before any
+// valid frame was read: more than a snapshot chunk, so that a file without
+// damage is never checked through checkpoints.
+const initialCredit = 2 << 20
+
+// claimedPayload returns the payload length a plausible frame header at
+// b[0:] claims, or 0.
+func claimedPayload(b []byte) int {
+	if len(b) < frameHeader || binary.LittleEndian.Uint32(b) != frameSync {
+		return 0
+	}
+	return int(min(binary.LittleEndian.Uint32(b[8:]), maxFramePayload))
 }

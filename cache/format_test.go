@@ -136,12 +136,13 @@ func TestSnapshotRoundTrip(t *testing.T) {
 			used:     1700000000000 + int64(2*i),
 		})
 	}
-	buf, _ := appendSnapshotFrames(nil, 42, "scope-x", recs, nil)
+	buf, _, _ := appendSnapshotFrames(nil, 42, "scope-x", recs, nil)
+	budget := newDecodeBudget(int64(len(buf)))
 	var got []record
 	chunks := 0
 	scanFrames(buf, 0, true, func(f frame) {
 		chunks++
-		scope, out, _, err := decodeSnapshot(f, nil, nil)
+		scope, out, _, err := decodeSnapshot(f, nil, nil, true, &budget)
 		if err != nil || scope != "scope-x" {
 			t.Fatalf("chunk: %v %q", err, scope)
 		}

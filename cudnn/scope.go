@@ -3,6 +3,8 @@ package cudnn
 import (
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -109,8 +111,11 @@ var (
 	inflight = map[probeKey]*probeCall{}
 
 	// Replaced by tests.
-	probeFn      = probe
-	probeTimeout = ProbeTimeout
+	probeFn                = probe
+	probeTimeout           = ProbeTimeout
+	probeWarn    io.Writer = os.Stderr
+
+	probePanicOnce sync.Once
 )
 
 // Probe reads device ordinal device's fingerprint. It loads
@@ -133,11 +138,24 @@ func Probe(device int) (Device, error) {
 		inflight[k] = call
 		fn := probeFn
 		go func() {
+			// The probe calls into the CUDA driver and cuDNN. A panic here
+			// (a Go bug, or a fault Go turns into one) is recovered, as
+			// the exported functions recover theirs: this device reports
+			// ErrUnavailable, one warning is printed, and later calls ask
+			// again.
+			defer func() {
+				if r := recover(); r != nil {
+					call.dev, call.err = Device{}, fmt.Errorf("%w: the device probe failed (%v)", ErrUnavailable, r)
+					probePanicOnce.Do(func() {
+						fmt.Fprintf(probeWarn, "convcache: the CUDA device probe failed with a panic (%v); its devices get no scope. Please report this line.\n", r)
+					})
+				}
+				probeMu.Lock()
+				delete(inflight, k)
+				probeMu.Unlock()
+				close(call.done)
+			}()
 			call.dev, call.err = fn(device, cudaLib, cudnnLib)
-			probeMu.Lock()
-			delete(inflight, k)
-			probeMu.Unlock()
-			close(call.done)
 		}()
 	}
 	timeout := probeTimeout

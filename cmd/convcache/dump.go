@@ -2,9 +2,10 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/hex"
 	"fmt"
-	"strings"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -49,20 +50,42 @@ func printEntry(w *bufio.Writer, now time.Time, en cache.Entry, d *decoded) {
 	}
 	fmt.Fprintf(w, "  inserted  %s\n", timeText(now, en.Inserted))
 	fmt.Fprintf(w, "  used      %s\n", timeText(now, en.Used))
-	fmt.Fprintf(w, "  key hex (%d B)\n%s", len(en.Key), indent(hex.Dump(en.Key), "    "))
-	fmt.Fprintf(w, "  value hex (%d B)\n%s", len(en.Value), indent(hex.Dump(en.Value), "    "))
+	fmt.Fprintf(w, "  key hex (%d B)\n", len(en.Key))
+	hexDump(w, en.Key, "    ")
+	fmt.Fprintf(w, "  value hex (%d B)\n", len(en.Value))
+	hexDump(w, en.Value, "    ")
 }
 
-func indent(s, pre string) string {
-	if s == "" {
-		return ""
-	}
-	lines := strings.SplitAfter(s, "\n")
-	var b strings.Builder
-	for _, l := range lines {
-		if l != "" {
-			b.WriteString(pre + l)
+// hexDump writes hex.Dump(b) with each line indented by pre, streaming: a
+// value may be a megabyte, and its dump in memory four times that.
+func hexDump(w io.Writer, b []byte, pre string) {
+	d := hex.Dumper(&indenter{w: w, pre: pre, bol: true})
+	d.Write(b)
+	d.Close()
+}
+
+// indenter writes pre before every line written through it.
+type indenter struct {
+	w   io.Writer
+	pre string
+	bol bool // at the beginning of a line
+}
+
+func (in *indenter) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		if in.bol {
+			io.WriteString(in.w, in.pre)
+			in.bol = false
 		}
+		line := p
+		if i := bytes.IndexByte(p, '\n'); i >= 0 {
+			line, in.bol = p[:i+1], true
+		}
+		if _, err := in.w.Write(line); err != nil {
+			return n - len(p), err
+		}
+		p = p[len(line):]
 	}
-	return b.String()
+	return n, nil
 }
