@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -183,14 +184,30 @@ func EncodeFile(entries []Entry, created time.Time) []byte {
 // DecodeFile parses a file image, as ReadFile does for a file on disk.
 func DecodeFile(name string, data []byte) (*File, error) { return parseFile(name, data) }
 
+// ErrNoFile is what Rewrite returns when there is no cache file at path, or
+// only an empty one: there is nothing to rewrite, fn is not called and no
+// file is created. It is not a failure (a compactor that starts before any
+// process has created the file is normal); callers test it with errors.Is.
+var ErrNoFile = errors.New("convcache: no cache file yet (missing or empty): nothing to rewrite")
+
 // Rewrite replaces the cache file at path with the entries fn returns,
 // holding the file lock (waiting at most timeout) so that no process appends
 // meanwhile, and publishing the new file by rename. Processes that have the
 // file open pick the new one up on their next miss. fn sees every entry of
 // every scope; an error from fn leaves the file unchanged. A symbolic link
-// is followed, as Open follows it.
+// is followed, as Open follows it. A missing or empty file returns
+// ErrNoFile.
 func Rewrite(path string, timeout time.Duration, fn func([]Entry) ([]Entry, error)) error {
+	if noFile(path) {
+		return ErrNoFile // before taking the lock: not even a lock file is created
+	}
 	return rewrite(path, timeout, false, fn)
+}
+
+// noFile reports whether path names no file, or an empty one.
+func noFile(path string) bool {
+	fi, err := os.Stat(path)
+	return errors.Is(err, fs.ErrNotExist) || err == nil && fi.Mode().IsRegular() && fi.Size() == 0
 }
 
 func rewrite(path string, timeout time.Duration, create bool, fn func([]Entry) ([]Entry, error)) error {
@@ -214,6 +231,9 @@ func rewrite(path string, timeout time.Duration, create bool, fn func([]Entry) (
 		return ioErr(err, "lock", path+".lock", "check the directory's permissions")
 	}
 	defer lk.Unlock()
+	if !create && noFile(path) {
+		return ErrNoFile // removed while this call waited for the lock
+	}
 	var in []Entry
 	if _, err := os.Lstat(path); err == nil || !create {
 		f, err := ReadFile(path)
