@@ -179,14 +179,14 @@ func TestStatsRemote(t *testing.T) {
 	}
 	defer func() { srv.Process.Kill(); srv.Wait() }()
 	url := "redis://127.0.0.1:" + strconv.Itoa(port) + "/0"
-	for i := 0; i < 100; i++ {
+	for i := 0; i < 3000; i++ { // up to a minute: a loaded machine starts it late
 		if c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
 			c.Close()
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	s = stats(t, []string{"CONVCACHE_REMOTE=" + url}, path)
+	s = stats(t, []string{"CONVCACHE_REMOTE=" + url, "CONVCACHE_REMOTE_TIMEOUT_MS=30000"}, path)
 	if s.Remote == nil || !s.Remote.Reachable || s.Remote.URL != url {
 		t.Fatalf("remote %+v", s.Remote)
 	}

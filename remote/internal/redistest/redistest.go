@@ -101,7 +101,7 @@ func (s *Server) launch() error {
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
 	s.cmd, s.done = cmd, done
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute) // only a broken server needs this long
 	for time.Now().Before(deadline) {
 		select {
 		case <-done:
