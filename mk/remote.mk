@@ -8,7 +8,7 @@
 
 REMOTE_TEST_BIN := $(BUILD)/tests/remote/test_remote
 
-$(REMOTE_TEST_BIN): tests/remote/test_remote.c tests/check.h $(LIB) $(BUILD)/include/.stamp
+$(REMOTE_TEST_BIN): tests/remote/test_remote.c tests/check.h tests/tmpdir.h $(LIB) $(BUILD)/include/.stamp
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -o $@ $< $(LINK_CC)
 
