@@ -139,12 +139,14 @@ install-cmake-package:
 	    cmake/convcacheConfigVersion.cmake.in > $(DESTDIR)$(CMAKE_PKG_DIR)/convcacheConfigVersion.cmake
 
 # Installs into a temporary prefix, then builds and runs a consumer found by
-# find_package(convcache CONFIG) and one built with pkg-config's flags.
+# find_package(convcache CONFIG) and one built with pkg-config's flags; then
+# runs README.md's install example as printed (tests/infra/readme-install.sh).
 package-test: $(LIB) $(BUILD)/include/.stamp
 	@set -e; $(MK_TMPDIR); \
 	echo "== package: make install PREFIX=$$tmp/prefix"; \
 	$(MAKE) --no-print-directory -s install PREFIX=$$tmp/prefix >/dev/null; \
-	$(CXX_CLEAN_ENV) TMPDIR=$$tmp sh tests/cpp/consumer/run.sh $$tmp/prefix $$tmp/work
+	$(CXX_CLEAN_ENV) TMPDIR=$$tmp sh tests/cpp/consumer/run.sh $$tmp/prefix $$tmp/work; \
+	$(CXX_CLEAN_ENV) sh tests/infra/readme-install.sh
 
 # CMakeLists.txt end to end: configure, build (the go build and the tests),
 # run a quick subset with ctest (make test runs the full C suite already;

@@ -131,6 +131,7 @@ func node(role string) error {
 func startNode(t *testing.T, role string, env ...string) (*exec.Cmd, *bytes.Buffer) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlives the test
 	cmd.Env = append(os.Environ(), append([]string{"NODE_ROLE=" + role}, env...)...)
 	out := &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -174,6 +175,7 @@ func TestStatsRemote(t *testing.T) {
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
 	srv := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	srv.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // dies with the test, however it ends
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -93,6 +94,7 @@ func (s *Server) launch() error {
 			"--tls-key-file", s.TLSKey, "--tls-auth-clients", "no")
 	}
 	cmd := exec.Command(s.Bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // dies with the test, however it ends
 	cmd.Dir = s.Dir
 	if err := cmd.Start(); err != nil {
 		return err
