@@ -2,7 +2,8 @@
 # `make test`: runs the suite (MAKE test-suite) with one temporary directory
 # for the whole run, build/test-tmp.XXXXXX, exported as TMPDIR to every test.
 # The directory is removed at the end, also when a test fails or the run is
-# interrupted (SIGINT, SIGTERM, SIGHUP). Then:
+# interrupted (SIGINT, SIGTERM, SIGHUP: every test process is stopped
+# first). Then:
 #   - a test that left files in it fails the run (each test removes its own);
 #   - the leftover check (tests/infra/leftovers.sh) fails the run if anything
 #     appeared in /tmp or in the source tree outside build/.
@@ -15,14 +16,29 @@ run=$(mktemp -d "$(pwd)/build/test-tmp.XXXXXX") || exit 1
 # test_api runs one of its children as nobody, inside this directory.
 chmod 755 "$run"
 trap 'rm -rf "$run"' EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
 
 mkdir "$run/.state" "$run/tmp"
 sh "$here/leftovers.sh" snapshot "$run/.state"
 start=$(date +%s)
-TMPDIR=$run/tmp "$@"
+
+# The suite runs in a process group of its own, so that an interrupt or a
+# kill of this script ends every test process (make passes a signal only to
+# its direct children) before the directory is removed.
+TMPDIR=$run/tmp setsid -w "$@" </dev/null &
+suite=$!
+stop() {
+    echo "make test: interrupted: stopping the tests" >&2
+    kill -TERM -"$suite" 2>/dev/null
+    i=0
+    while kill -0 -"$suite" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+    kill -KILL -"$suite" 2>/dev/null
+    wait "$suite" 2>/dev/null
+    exit "$1"
+}
+trap 'stop 130' INT
+trap 'stop 143' TERM
+trap 'stop 129' HUP
+wait "$suite"
 rc=$?
 took=$(($(date +%s) - start))
 
