@@ -42,19 +42,21 @@ snapshot)
     ;;
 compare)
     state "$dir/after"
+    LC_ALL=C comm -13 "$dir/before.tmp" "$dir/after.tmp" >"$dir/new.tmp"
+    LC_ALL=C comm -13 "$dir/before.tree" "$dir/after.tree" >"$dir/new.tree"
     bad=0
-    for name in $(LC_ALL=C comm -13 "$dir/before.tmp" "$dir/after.tmp"); do
+    while IFS= read -r name; do
         if ours "$name" || [ "${CI:-}" = true ] || [ "${LEFTOVERS_STRICT:-}" = 1 ]; then
             echo "leftovers: $tmp/$name is new since the run started" >&2
             bad=1
         else
             echo "leftovers: note: $tmp/$name appeared during the run; not a name this suite makes (another program?)" >&2
         fi
-    done
-    for name in $(LC_ALL=C comm -13 "$dir/before.tree" "$dir/after.tree"); do
+    done <"$dir/new.tmp"
+    while IFS= read -r name; do
         echo "leftovers: $name is new in the source tree (outside build/)" >&2
         bad=1
-    done
+    done <"$dir/new.tree"
     if [ $bad = 0 ]; then
         echo "leftovers: none (nothing new in $tmp or in the source tree outside build/)"
     fi
