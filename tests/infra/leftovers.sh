@@ -1,19 +1,24 @@
 #!/bin/sh
-# The leftover check of `make test`: nothing new in /tmp, nothing new in the
-# source tree outside build/.
+# The leftover check of `make test` (tests/infra/run-tests.sh): a run leaves
+# nothing in /tmp and nothing in the source tree outside build/.
 #
-#   sh tests/infra/leftovers.sh snapshot DIR   records the state in DIR
-#   sh tests/infra/leftovers.sh compare DIR    exit 1 if the run left anything
+#   sh tests/infra/leftovers.sh snapshot DIR            record the state in DIR
+#   sh tests/infra/leftovers.sh compare DIR [PRIVATE]   exit 1 if the run left anything
 #
-# /tmp is shared with every other program on the machine, so an entry that
-# appeared during the run is counted as ours when its name is one our tests,
-# compilers or tools make (a temporary file or directory that ignored
-# TMPDIR); any other new entry is listed but not counted, except with
-# CI=true or LEFTOVERS_STRICT=1, where nothing else runs and every new entry
-# counts.
+# Where it can (as root, where unshare works), run-tests.sh gives the suite a
+# /tmp of its own, an empty tmpfs, and lists what is in it at the end of the
+# run into the file PRIVATE: every entry there was left by the suite (a test
+# or tool that ignored TMPDIR) and fails the run. The real /tmp is compared
+# too; what appeared there then came from other programs, and is listed only.
+#
+# Without a private /tmp, a new entry of the real /tmp fails the run when its
+# name is one this suite's tests and tools make; any other new entry is listed
+# only (another program?), except with CI=true or LEFTOVERS_STRICT=1, where
+# nothing else runs and every new entry counts.
 set -u
-mode=${1:?usage: leftovers.sh snapshot|compare DIR}
-dir=${2:?usage: leftovers.sh snapshot|compare DIR}
+mode=${1:?usage: leftovers.sh snapshot|compare DIR [PRIVATE]}
+dir=${2:?usage: leftovers.sh snapshot|compare DIR [PRIVATE]}
+private=${3:-}
 tmp=${LEFTOVERS_TMP:-/tmp}
 
 state() { # the sorted /tmp entries and untracked source files
@@ -25,8 +30,8 @@ state() { # the sorted /tmp entries and untracked source files
     fi
 }
 
-# Names of what the test suite, go, gcc, cmake, mktemp and redis-server make
-# when they do not honour TMPDIR.
+# Names that the tests, go, gcc, cmake, mktemp and redis-server give the
+# temporary files they make.
 ours() {
     case $1 in
     convcache* | go-build* | go-link* | Test* | tmp.* | cc?????? | cc??????.* | redis* | dump.rdb | \
@@ -45,8 +50,16 @@ compare)
     LC_ALL=C comm -13 "$dir/before.tmp" "$dir/after.tmp" >"$dir/new.tmp"
     LC_ALL=C comm -13 "$dir/before.tree" "$dir/after.tree" >"$dir/new.tree"
     bad=0
+    if [ -n "$private" ]; then
+        while IFS= read -r name; do
+            echo "leftovers: the run left /tmp/$name (in the suite's private /tmp: a test ignored TMPDIR)" >&2
+            bad=1
+        done <"$private"
+    fi
     while IFS= read -r name; do
-        if ours "$name" || [ "${CI:-}" = true ] || [ "${LEFTOVERS_STRICT:-}" = 1 ]; then
+        if [ -n "$private" ]; then
+            echo "leftovers: note: $tmp/$name appeared during the run, made by another program (the suite had a /tmp of its own)" >&2
+        elif ours "$name" || [ "${CI:-}" = true ] || [ "${LEFTOVERS_STRICT:-}" = 1 ]; then
             echo "leftovers: $tmp/$name is new since the run started" >&2
             bad=1
         else
@@ -58,7 +71,9 @@ compare)
         bad=1
     done <"$dir/new.tree"
     if [ $bad = 0 ]; then
-        echo "leftovers: none (nothing new in $tmp or in the source tree outside build/)"
+        how="compared with its state before the run"
+        [ -n "$private" ] && how="the suite's own /tmp was empty at the end"
+        echo "leftovers: none: nothing left in /tmp ($how) or in the source tree outside build/"
     fi
     exit $bad
     ;;

@@ -6,7 +6,10 @@
 # first). Then:
 #   - a test that left files in it fails the run (each test removes its own);
 #   - the leftover check (tests/infra/leftovers.sh) fails the run if anything
-#     appeared in /tmp or in the source tree outside build/.
+#     was left in /tmp or in the source tree outside build/. As root, the
+#     suite gets a /tmp of its own (tests/infra/private-tmp.sh;
+#     CONVCACHE_PRIVATE_TMP=0 turns that off), so that what it leaves there
+#     is told apart from what other programs write to the real /tmp.
 #
 #   sh tests/infra/run-tests.sh MAKE TARGET...
 set -u
@@ -24,6 +27,15 @@ start=$(date +%s)
 # The suite runs in a process group of its own, so that an interrupt or a
 # kill of this script ends every test process (make passes a signal only to
 # its direct children) before the directory is removed.
+# Where it can, the suite also gets a /tmp of its own (private-tmp.sh), so
+# that what a test leaves there is certainly this run's (leftovers.sh).
+private=""
+if [ "${CONVCACHE_PRIVATE_TMP:-1}" = 1 ] && [ "$(id -u)" = 0 ] &&
+    unshare --mount --propagation private true 2>/dev/null; then
+    private=$run/.state/private-tmp.list
+    : >"$private"
+    set -- unshare --mount --propagation private sh "$here/private-tmp.sh" "$private" "$@"
+fi
 TMPDIR=$run/tmp setsid -w "$@" </dev/null &
 suite=$!
 stop() {
@@ -48,7 +60,7 @@ if [ -n "$left" ]; then
     (cd "$run/tmp" && ls -A | sed 's/^/  /') >&2
     [ $rc = 0 ] && rc=1
 fi
-sh "$here/leftovers.sh" compare "$run/.state" || { [ $rc = 0 ] && rc=1; }
+sh "$here/leftovers.sh" compare "$run/.state" "$private" || { [ $rc = 0 ] && rc=1; }
 if [ $rc = 0 ]; then
     echo "make test: all passed in $((took / 60)) min $((took % 60)) s"
 else
