@@ -196,8 +196,8 @@ func TestRedisStopped(t *testing.T) {
 	}
 
 	srv.restart()
-	if !waitFor(10*time.Second, func() bool { return !r.Down() }) {
-		t.Fatal("the tier did not reconnect within 10 s of the restart")
+	if !waitFor(30*time.Second, func() bool { return !r.Down() }) {
+		t.Fatal("the tier did not reconnect within 30 s of the restart")
 	}
 	if err := c.Insert(key(500), value(500)); err != nil {
 		t.Fatal(err)
@@ -210,7 +210,7 @@ func TestRedisStopped(t *testing.T) {
 	for i := 1; i <= 40; i++ {
 		want = append(want, i, 2000+i)
 	}
-	ok := waitFor(10*time.Second, func() bool {
+	ok := waitFor(30*time.Second, func() bool {
 		c.Save()
 		for _, i := range want {
 			if n, _ := direct.Exists(ctx, remote.EntryKey(remote.DefaultPrefix, "test-scope", key(i))).Result(); n != 1 {
@@ -245,7 +245,14 @@ func TestSlowRedis(t *testing.T) {
 	other.Put("test-scope", key(1), value(1))
 	other.Flush()
 	proxy.setDelay(10 * time.Millisecond)
-	if v, ok := find(t, c, key(1)); !ok || string(v) != string(value(1)) {
+	// A loaded machine can miss the 50 ms deadline even so: the tier is then
+	// marked down until it reconnects, and a later lookup gets the hit.
+	var v []byte
+	var ok bool
+	if !waitFor(30*time.Second, func() bool {
+		v, ok = find(t, c, key(1))
+		return ok
+	}) || string(v) != string(value(1)) {
 		t.Fatalf("remote hit through the proxy at 10 ms: %q %v (%+v)", v, ok, r.Stats())
 	}
 
@@ -275,7 +282,7 @@ func TestSlowRedis(t *testing.T) {
 			// Healthy and fast, then slow: the next call meets the slow
 			// server rather than a tier already marked down.
 			proxy.setDelay(0)
-			if !waitFor(5*time.Second, func() bool { return !r.Down() }) {
+			if !waitFor(30*time.Second, func() bool { return !r.Down() }) {
 				t.Fatal("tier did not recover with the proxy fast again")
 			}
 			proxy.setDelay(3 * time.Second)
@@ -550,7 +557,7 @@ func TestQueueFull(t *testing.T) {
 	srv.restart()
 	direct := srv.client()
 	ctx := context.Background()
-	if !waitFor(10*time.Second, func() bool { return r.Queued() == 0 && !r.Down() }) {
+	if !waitFor(30*time.Second, func() bool { return r.Queued() == 0 && !r.Down() }) {
 		t.Fatal("queue not sent after the restart")
 	}
 	for i := 0; i < 25; i++ {
@@ -612,7 +619,7 @@ func TestClusterLock(t *testing.T) {
 		t.Fatal("lock free right after its holder died: the TTL should hold it")
 	}
 	var freed time.Duration
-	if !waitFor(5*time.Second, func() bool {
+	if !waitFor(30*time.Second, func() bool {
 		u, ok := b.TryLock("s", k)
 		if ok {
 			freed = time.Since(died)
