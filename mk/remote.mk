@@ -17,7 +17,7 @@ $(BUILD)/clusterbench: $(wildcard remote/cmd/clusterbench/*.go) $(GO_SRC)
 
 .PHONY: remote-test remote-go-test bench-remote
 remote-test: $(REMOTE_TEST_BIN)
-	$(REMOTE_TEST_BIN)
+	timeout -k 10 $(TEST_TIMEOUT) $(REMOTE_TEST_BIN)
 
 remote-go-test:
 	$(GO) vet ./remote/... ./internal/config/
