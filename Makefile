@@ -1,7 +1,9 @@
 # convcache: build, test, benchmark and install.
 #
 #   make            build/libconvcache.so and build/include/
-#   make test       Go tests (with -race) and C/C++ tests against the built library
+#   make test       Go tests (with -race) and C/C++ tests against the built library,
+#                   in one temporary directory, then the leftover check
+#   make test-repeat N=20  the whole suite N times, each in a fresh clone of HEAD
 #   make demo       the main job, run twice against the default cache file
 #   make bench      the benchmark table
 #   make install PREFIX=/usr/local
@@ -39,8 +41,25 @@ BENCH_TARGETS   :=
 INSTALL_TARGETS :=
 CLEAN_FILES     :=
 
-.PHONY: all test go-test c-test bench demo install clean fmt vet
+.PHONY: all test test-suite test-repeat go-test c-test bench demo install clean fmt vet
 all: lib
+
+# Prerequisites: checked before anything runs, for what the goals need, with
+# the one apt-get line that installs what is missing (tests/infra/prereqs.sh).
+# Sub-makes and test-repeat's runs inherit CONVCACHE_PREREQS and skip it.
+ifeq ($(CONVCACHE_PREREQS),)
+prereq_goals := $(or $(MAKECMDGOALS),all)
+prereq_sets := $(if $(filter-out clean fmt,$(prereq_goals)),build) \
+  $(if $(filter %test test-% torture%,$(prereq_goals)),cxx test) \
+  $(if $(filter bench bench-%,$(prereq_goals)),cxx bench) \
+  $(if $(filter demo cxx-bench,$(prereq_goals)),cxx)
+ifneq ($(strip $(prereq_sets)),)
+ifneq ($(shell sh tests/infra/prereqs.sh $(sort $(prereq_sets)) >&2 && echo ok),ok)
+$(error missing prerequisites: see above)
+endif
+endif
+export CONVCACHE_PREREQS := checked
+endif
 
 include $(sort $(wildcard mk/*.mk))
 
@@ -67,8 +86,18 @@ $(BUILD)/include/.stamp: $(HEADERS)
 	cp $(HEADERS) $(BUILD)/include/
 	@touch $@
 
-test: go-test c-test $(TEST_TARGETS)
-	@echo "make test: all passed"
+# One temporary directory for the whole run (TMPDIR), removed even on
+# failure or Ctrl-C, then the leftover check (tests/infra/run-tests.sh).
+test:
+	@sh tests/infra/run-tests.sh $(MAKE) --no-print-directory test-suite
+
+test-suite: go-test c-test $(TEST_TARGETS)
+
+# The whole suite N times, each run in a fresh clone of HEAD (uncommitted
+# files stay out); the logs of failed runs are kept in build/test-repeat/.
+N ?= 20
+test-repeat:
+	@sh tests/infra/test-repeat.sh $(N)
 
 go-test:
 	$(GO) vet ./...
@@ -80,8 +109,11 @@ install: all $(INSTALL_TARGETS)
 	ln -sf $(notdir $(LIB_REAL)) $(DESTDIR)$(LIBDIR)/libconvcache.so.$(VERSION_MAJOR)
 	ln -sf libconvcache.so.$(VERSION_MAJOR) $(DESTDIR)$(LIBDIR)/libconvcache.so
 	install -m 0644 $(HEADERS) $(DESTDIR)$(INCDIR)/
+	rpath=$$(sh mk/ldconfig.sh pc-rpath $(LIBDIR)); \
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCDIR@|$(INCDIR)|g' \
-	    -e 's|@VERSION@|$(VERSION)|g' convcache.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/convcache.pc
+	    -e 's|@VERSION@|$(VERSION)|g' -e "s|@RPATH@|$$rpath|g" convcache.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/convcache.pc
+	@# ldconfig, or what to do instead (mk/ldconfig.sh); cmake --install does the same.
+	@sh mk/ldconfig.sh after-install $(LIBDIR) $(DESTDIR)
 
 bench: all $(BENCH_TARGETS)
 

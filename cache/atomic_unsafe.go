@@ -11,14 +11,18 @@ import (
 // at 8-byte aligned offsets of 8-byte aligned chunks, so the word at off+8 is
 // aligned for 32-bit atomics.
 
+// The bounds are checked by slicing, which reads nothing: `_ = c[off+3]`
+// is a plain read of that byte to the race detector, racing with the atomic
+// stores to the same word.
+
 func atomicLoad32(c []byte, off int) uint32 {
-	_ = c[off+3]
-	return atomic.LoadUint32((*uint32)(unsafe.Pointer(&c[off])))
+	w := c[off : off+4 : off+4]
+	return atomic.LoadUint32((*uint32)(unsafe.Pointer(&w[0])))
 }
 
 func atomicStore32(c []byte, off int, v uint32) {
-	_ = c[off+3]
-	atomic.StoreUint32((*uint32)(unsafe.Pointer(&c[off])), v)
+	w := c[off : off+4 : off+4]
+	atomic.StoreUint32((*uint32)(unsafe.Pointer(&w[0])), v)
 }
 
 // goroutineStripe picks a hit-counter stripe for a Go caller. Go exposes no

@@ -2,11 +2,15 @@ package cache_test
 
 import (
 	"bytes"
+	"errors"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/convcache/convcache/cache"
+	"github.com/convcache/convcache/lock"
 )
 
 // The verbose log: one line per event, in the documented format.
@@ -27,17 +31,30 @@ func TestVerboseLog(t *testing.T) {
 	if err := compactor.Save(); err != nil {
 		t.Fatal(err)
 	}
-	line := regexp.MustCompile(`^convcache,(hit|persistent_hit|system_hit|remote_hit|miss|insert|pending|build|error|lock_wait|compact|evict),[0-9a-f]{8},(-|[0-9]+:[0-9a-f]{16}),[0-9]+\.[0-9](,[^,]*)?$`)
-	var events []string
-	for _, l := range strings.Split(strings.TrimSpace(log.String()), "\n") {
-		if !line.MatchString(l) {
-			t.Fatalf("bad line %q", l)
-		}
-		events = append(events, strings.Split(l, ",")[1])
-	}
+	// Any lock acquisition slower than 50 µs logs a lock_wait: whether one
+	// does here depends on the machine's load, so the sequence leaves them
+	// out. The lock wait below is arranged.
 	want := "miss insert hit miss build insert persistent_hit compact"
-	if got := strings.Join(events, " "); got != want {
+	if got := strings.Join(logEvents(t, log.String(), "lock_wait"), " "); got != want {
 		t.Fatalf("events %q, want %q", got, want)
+	}
+	// A lock held elsewhere: the insert waits its whole lock timeout (a
+	// lock_wait of at least 20 ms), then keeps the entry in memory.
+	log.Reset()
+	held, err := lock.New(e.path + ".lock").Lock(time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiter := e.open(cache.Options{Verbose: cache.LogAll, Log: &log, LockTimeout: 20 * time.Millisecond})
+	if err := waiter.Insert(key(4), val(4, 0)); !errors.Is(err, cache.ErrPending) {
+		t.Fatalf("insert under a held lock: %v, want ErrPending", err)
+	}
+	held.Unlock()
+	if got := strings.Join(logEvents(t, log.String(), ""), " "); got != "lock_wait pending" {
+		t.Fatalf("events %q, want \"lock_wait pending\"", got)
+	}
+	if us, _ := strconv.ParseFloat(strings.Split(strings.SplitN(log.String(), "\n", 2)[0], ",")[4], 64); us < 20000 {
+		t.Fatalf("lock_wait of %.1f µs, want at least the 20 ms timeout: %q", us, log.String())
 	}
 	// Level 1 leaves out compactions; off writes nothing.
 	log.Reset()
@@ -53,6 +70,23 @@ func TestVerboseLog(t *testing.T) {
 	if log.Len() != 0 {
 		t.Fatal("log written while off")
 	}
+}
+
+// logEvents checks that every line of a verbose log has the documented
+// format and returns the lines' events, leaving out skip.
+func logEvents(t *testing.T, log, skip string) []string {
+	t.Helper()
+	line := regexp.MustCompile(`^convcache,(hit|persistent_hit|system_hit|remote_hit|miss|insert|pending|build|error|lock_wait|compact|evict),[0-9a-f]{8},(-|[0-9]+:[0-9a-f]{16}),[0-9]+\.[0-9](,[^,]*)?$`)
+	var events []string
+	for _, l := range strings.Split(strings.TrimSpace(log), "\n") {
+		if !line.MatchString(l) {
+			t.Fatalf("bad line %q", l)
+		}
+		if ev := strings.Split(l, ",")[1]; ev != skip {
+			events = append(events, ev)
+		}
+	}
+	return events
 }
 
 // The read-only system tier: asked after the user's file, its hits stay out

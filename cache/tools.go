@@ -215,6 +215,12 @@ func EncodeFile(entries []Entry, created time.Time) []byte {
 // DecodeFile parses a file image, as ReadFile does for a file on disk.
 func DecodeFile(name string, data []byte) (*File, error) { return parseFile(name, data) }
 
+// ErrNoFile is what Rewrite returns when there is no cache file at path, or
+// only an empty one: there is nothing to rewrite, fn is not called and no
+// file is created. It is not a failure (a compactor that starts before any
+// process has created the file is normal); callers test it with errors.Is.
+var ErrNoFile = errors.New("convcache: no cache file yet (missing or empty): nothing to rewrite")
+
 // Rewrite replaces the cache file at path with the entries fn returns,
 // holding the file lock (waiting at most timeout) so that no process appends
 // meanwhile, and publishing the new file by rename. Processes that have the
@@ -224,8 +230,12 @@ func DecodeFile(name string, data []byte) (*File, error) { return parseFile(name
 // file must pass Open's trust rules: a file another user owns, or that
 // group or others may write, is refused with ErrAccess unless
 // CONVCACHE_TRUST_SHARED=1 is set (read here, as DefaultPath reads its
-// variables). The new file keeps the old one's mode and group.
+// variables). The new file keeps the old one's mode and group. A missing
+// or empty file returns ErrNoFile.
 func Rewrite(path string, timeout time.Duration, fn func([]Entry) ([]Entry, error)) error {
+	if noFile(path) {
+		return ErrNoFile // before taking the lock: not even a lock file is created
+	}
 	return rewrite(path, timeout, false, fn)
 }
 
@@ -234,6 +244,13 @@ func Rewrite(path string, timeout time.Duration, fn func([]Entry) ([]Entry, erro
 func toolPolicy() safefile.Policy {
 	trust, _ := secenv.ParseBool(secenv.Get("CONVCACHE_TRUST_SHARED"))
 	return safefile.Policy{TrustShared: trust}
+}
+
+// noFile reports whether path names no file, or an empty one. It opens
+// nothing: the trust rules apply when rewrite opens the file.
+func noFile(path string) bool {
+	fi, err := os.Stat(path)
+	return errors.Is(err, fs.ErrNotExist) || err == nil && fi.Mode().IsRegular() && fi.Size() == 0
 }
 
 func rewrite(path string, timeout time.Duration, create bool, fn func([]Entry) ([]Entry, error)) error {
@@ -265,6 +282,9 @@ func rewrite(path string, timeout time.Duration, create bool, fn func([]Entry) (
 		return ioErr(err, "lock", path+".lock", "check the directory's permissions")
 	}
 	defer lk.Unlock()
+	if !create && noFile(path) {
+		return ErrNoFile // removed while this call waited for the lock
+	}
 	var in []Entry
 	attrs := safefile.NewFileAttrs(filepath.Dir(path), pol)
 	f, err := safefile.OpenFile(path, os.O_RDONLY, false, pol, false)

@@ -1,6 +1,7 @@
 # Run by `cmake --install` (see CMakeLists.txt): writes convcache.pc and the
 # CMake package config for the prefix being installed to, from the same
-# templates `make install` uses (convcache.pc.in, cmake/*.cmake.in).
+# templates `make install` uses (convcache.pc.in, cmake/*.cmake.in), then runs
+# ldconfig or says what to do, as `make install` does (mk/ldconfig.sh).
 #
 # In: CMAKE_INSTALL_PREFIX (the install-time prefix), CONVCACHE_SOURCE_DIR,
 # CONVCACHE_BINARY_DIR, CONVCACHE_VERSION, CONVCACHE_VERSION_MAJOR,
@@ -19,6 +20,8 @@ set(PREFIX "${CMAKE_INSTALL_PREFIX}")
 set(LIBDIR "${_full_LIBDIR}")
 set(INCDIR "${_full_INCLUDEDIR}")
 set(VERSION "${CONVCACHE_VERSION}")
+execute_process(COMMAND sh "${CONVCACHE_SOURCE_DIR}/mk/ldconfig.sh" pc-rpath "${_full_LIBDIR}"
+                OUTPUT_VARIABLE RPATH)
 # cmake/convcacheConfig.cmake.in's names.
 set(CONVCACHE_LIBDIR "${_full_LIBDIR}")
 set(CONVCACHE_INCDIR "${_full_INCLUDEDIR}")
@@ -32,3 +35,6 @@ configure_file("${CONVCACHE_SOURCE_DIR}/cmake/convcacheConfigVersion.cmake.in"
 file(INSTALL DESTINATION "${_full_LIBDIR}/pkgconfig" TYPE FILE FILES "${_out}/convcache.pc")
 file(INSTALL DESTINATION "${_full_LIBDIR}/cmake/convcache" TYPE FILE
      FILES "${_out}/convcacheConfig.cmake" "${_out}/convcacheConfigVersion.cmake")
+
+# Last, once every file is in place (this script is the last install rule).
+execute_process(COMMAND sh "${CONVCACHE_SOURCE_DIR}/mk/ldconfig.sh" after-install "${_full_LIBDIR}" "$ENV{DESTDIR}")

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -116,6 +117,7 @@ func TestHolderKilled(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "x.lock")
 	cmd := exec.Command(os.Args[0], "-test.run=TestHolderKilled$")
 	cmd.Env = append(os.Environ(), "LOCK_TEST_HOLD="+path)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlives the test
 	out, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

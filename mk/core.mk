@@ -5,7 +5,7 @@ CORE_TESTS := test_api test_args test_threads test_procs test_kill test_fork tes
               test_secure
 CORE_TEST_BINS := $(addprefix $(BUILD)/tests/,$(CORE_TESTS))
 
-$(BUILD)/tests/%: tests/%.c tests/check.h $(LIB) $(BUILD)/include/.stamp
+$(BUILD)/tests/%: tests/%.c tests/check.h tests/tmpdir.h $(LIB) $(BUILD)/include/.stamp
 	@mkdir -p $(BUILD)/tests
 	$(CC) $(CFLAGS) -o $@ $< $(LINK_CC)
 
@@ -21,8 +21,11 @@ $(BUILD)/tests/test_secure_dyn: tests/test_secure_dyn.c $(BUILD)/include/.stamp
 	$(CC) $(CFLAGS) -std=c11 -pedantic -I$(BUILD)/include -o $@ $< -Wl,-rpath,$(ABS_BUILD) -ldl -lpthread
 
 c-test: $(BUILD)/tests/libccevil.so $(BUILD)/tests/test_secure_dyn
+
+# TEST_TIMEOUT (seconds) only ends a test that hangs: no test comes near it.
+TEST_TIMEOUT ?= 900
 c-test: $(CORE_TEST_BINS)
-	@for t in $(CORE_TEST_BINS); do echo "== $$t"; $$t || exit 1; done
+	@for t in $(CORE_TEST_BINS); do echo "== $$t"; timeout -k 10 $(TEST_TIMEOUT) $$t || exit 1; done
 
 # Crash torture: a short run in `make test`, a long one in `make torture`.
 $(BUILD)/tests/torture_writer: tests/torture_writer.c $(LIB) $(BUILD)/include/.stamp

@@ -9,7 +9,7 @@
 CXX_DIR := $(BUILD)/cxx
 EX_DIR  := $(BUILD)/examples
 
-CXX_TEST_HDRS := $(BUILD)/include/.stamp tests/cpp/check.hpp
+CXX_TEST_HDRS := $(BUILD)/include/.stamp tests/cpp/check.hpp tests/tmpdir.h
 # Run tests and examples without the caller's CONVCACHE_* settings.
 CXX_CLEAN_ENV := env -u CONVCACHE_PATH -u CONVCACHE_SCOPE -u CONVCACHE_MODE -u CONVCACHE_DISABLE \
   -u CONVCACHE_LIBRARY -u CONVCACHE_REMOTE -u CONVCACHE_SYSTEM_PATH -u CONVCACHE_TAG
@@ -32,7 +32,7 @@ define no_libconvcache
 	@if readelf -d $@ | grep -q libconvcache; then echo "$@ links libconvcache" >&2; rm -f $@; exit 1; fi
 endef
 
-$(CXX_DIR)/test_dynamic: tests/cpp/test_dynamic.c tests/cpp/test_dynamic_tu2.c $(BUILD)/include/.stamp
+$(CXX_DIR)/test_dynamic: tests/cpp/test_dynamic.c tests/cpp/test_dynamic_tu2.c tests/tmpdir.h $(BUILD)/include/.stamp
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -I$(BUILD)/include -o $@ tests/cpp/test_dynamic.c tests/cpp/test_dynamic_tu2.c $(DYN_LIBS)
 	$(no_libconvcache)
@@ -62,9 +62,13 @@ $(EX_DIR)/demo: examples/demo/demo.cpp examples/demo/kernels.hpp examples/demo/n
 
 .PHONY: cxx-test examples-test package-test cmake-test cxx-bench
 
-# Each recipe runs in a fresh temporary directory, removed on success.
+# Each recipe runs in a fresh temporary directory, $$tmp, removed when the
+# recipe ends, whether it passed, failed or was interrupted.
+MK_TMPDIR = tmp=$$(mktemp -d -t convcache-mk.XXXXXX); trap 'rm -rf "$$tmp"' EXIT; \
+  trap 'exit 130' INT; trap 'exit 143' TERM; trap 'exit 129' HUP
+
 cxx-test: $(CXX_TEST_BINS) $(LIB)
-	@set -e; tmp=$$(mktemp -d); export TMPDIR=$$tmp; e="$(CXX_CLEAN_ENV)"; \
+	@set -e; $(MK_TMPDIR); export TMPDIR=$$tmp; e="$(CXX_CLEAN_ENV)"; \
 	echo "== test_hpp"; $$e TMPDIR=$$tmp $(CXX_DIR)/test_hpp; \
 	echo "== test_dynamic (library present by CONVCACHE_LIBRARY, by LD_LIBRARY_PATH; missing; missing and disabled; not convcache)"; \
 	$$e CONVCACHE_LIBRARY=$(ABS_BUILD)/libconvcache.so.1 $(CXX_DIR)/test_dynamic present; \
@@ -74,13 +78,12 @@ cxx-test: $(CXX_TEST_BINS) $(LIB)
 	$$e CONVCACHE_LIBRARY=libm.so.6 $(CXX_DIR)/test_dynamic foreign; \
 	echo "== test_hpp_dynamic"; \
 	$$e CONVCACHE_LIBRARY=$(ABS_BUILD)/libconvcache.so.1 $(CXX_DIR)/test_hpp_dynamic present; \
-	$$e CONVCACHE_LIBRARY=$$tmp/none/libconvcache.so.1 $(CXX_DIR)/test_hpp_dynamic absent 2>/dev/null; \
-	rm -rf $$tmp
+	$$e CONVCACHE_LIBRARY=$$tmp/none/libconvcache.so.1 $(CXX_DIR)/test_hpp_dynamic absent 2>/dev/null
 
 # last RUN...: runs a program, shows its last line, and shows all of it and
 # fails if it fails.
 examples-test: $(EXAMPLE_BINS) $(LIB) $(STANDINS)
-	@set -e; tmp=$$(mktemp -d); e="$(CXX_CLEAN_ENV) TMPDIR=$$tmp CONVCACHE_PATH=$$tmp/examples.ccdb"; \
+	@set -e; $(MK_TMPDIR); e="$(CXX_CLEAN_ENV) TMPDIR=$$tmp CONVCACHE_PATH=$$tmp/examples.ccdb"; \
 	last() { "$$@" > $$tmp/out 2>&1 || { cat $$tmp/out >&2; echo "failed: $$*" >&2; exit 1; }; tail -1 $$tmp/out; }; \
 	echo "== examples/pytorch: DDP rank on device 3 benchmarks; device 0 (same GPU model) hits; device 5 (another model) benchmarks"; \
 	last $$e $(EX_DIR)/pytorch_conv --simulated-gpus --device 3 --expect cold; \
@@ -106,8 +109,7 @@ examples-test: $(EXAMPLE_BINS) $(LIB) $(STANDINS)
 	grep -q "cuDNN's find ran [1-9][0-9]* times" $$tmp/out && grep -q "scope:      cc1;gpu=Standin GPU 0" $$tmp/out \
 	  || { cat $$tmp/out >&2; echo "demo: run 1 did not use cuDNN's find" >&2; exit 1; }; \
 	last $$e $$g $(EX_DIR)/demo --quick --run 2 --compare $$tmp/gpu1.txt; \
-	grep -q "cuDNN's find ran 0 times" $$tmp/out || { cat $$tmp/out >&2; echo "demo: run 2 called cuDNN's find" >&2; exit 1; }; \
-	rm -rf $$tmp
+	grep -q "cuDNN's find ran 0 times" $$tmp/out || { cat $$tmp/out >&2; echo "demo: run 2 called cuDNN's find" >&2; exit 1; }
 
 cxx-bench: $(CXX_DIR)/bench_front
 	$(CXX_DIR)/bench_front
@@ -137,20 +139,23 @@ install-cmake-package:
 	    cmake/convcacheConfigVersion.cmake.in > $(DESTDIR)$(CMAKE_PKG_DIR)/convcacheConfigVersion.cmake
 
 # Installs into a temporary prefix, then builds and runs a consumer found by
-# find_package(convcache CONFIG) and one built with pkg-config's flags.
+# find_package(convcache CONFIG) and one built with pkg-config's flags; then
+# runs README.md's install example as printed (tests/infra/readme-install.sh).
 package-test: $(LIB) $(BUILD)/include/.stamp
-	@set -e; tmp=$$(mktemp -d); \
+	@set -e; $(MK_TMPDIR); \
 	echo "== package: make install PREFIX=$$tmp/prefix"; \
 	$(MAKE) --no-print-directory -s install PREFIX=$$tmp/prefix >/dev/null; \
 	$(CXX_CLEAN_ENV) TMPDIR=$$tmp sh tests/cpp/consumer/run.sh $$tmp/prefix $$tmp/work; \
-	rm -rf $$tmp
+	$(CXX_CLEAN_ENV) sh tests/infra/readme-install.sh
 
 # CMakeLists.txt end to end: configure, build (the go build and the tests),
 # run a quick subset with ctest (make test runs the full C suite already;
 # test_api runs its own binary as nobody, hence no TMPDIR and chmod 755),
-# install, and build the consumers against that installation.
+# install, check that make install installs the same files
+# (tests/infra/install-compare.sh), and build the consumers against the
+# CMake installation.
 cmake-test: $(LIB)
-	@set -e; tmp=$$(mktemp -d); chmod 755 $$tmp; \
+	@set -e; $(MK_TMPDIR); chmod 755 $$tmp; \
 	echo "== cmake: configure, build, ctest, install, consumers of the installed package"; \
 	{ cmake -S . -B $$tmp/build -DCMAKE_BUILD_TYPE=Release && cmake --build $$tmp/build -j2; } \
 	  > $$tmp/build.log 2>&1 || { cat $$tmp/build.log >&2; exit 1; }; \
@@ -159,5 +164,6 @@ cmake-test: $(LIB)
 	  || { cat $$tmp/ctest.log >&2; exit 1; }; \
 	grep "tests passed" $$tmp/ctest.log; \
 	cmake --install $$tmp/build --prefix $$tmp/prefix > /dev/null; \
-	$(CXX_CLEAN_ENV) TMPDIR=$$tmp sh tests/cpp/consumer/run.sh $$tmp/prefix $$tmp/work; \
-	rm -rf $$tmp
+	$(MAKE) --no-print-directory -s install PREFIX=$$tmp/make-prefix > /dev/null; \
+	sh tests/infra/install-compare.sh $$tmp/make-prefix $$tmp/prefix; \
+	$(CXX_CLEAN_ENV) TMPDIR=$$tmp sh tests/cpp/consumer/run.sh $$tmp/prefix $$tmp/work

@@ -8,7 +8,7 @@
 
 REMOTE_TEST_BIN := $(BUILD)/tests/remote/test_remote
 
-$(REMOTE_TEST_BIN): tests/remote/test_remote.c tests/check.h $(LIB) $(BUILD)/include/.stamp
+$(REMOTE_TEST_BIN): tests/remote/test_remote.c tests/check.h tests/tmpdir.h $(LIB) $(BUILD)/include/.stamp
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -o $@ $< $(LINK_CC)
 
@@ -17,7 +17,7 @@ $(BUILD)/clusterbench: $(wildcard remote/cmd/clusterbench/*.go) $(GO_SRC)
 
 .PHONY: remote-test remote-go-test bench-remote
 remote-test: $(REMOTE_TEST_BIN)
-	$(REMOTE_TEST_BIN)
+	timeout -k 10 $(TEST_TIMEOUT) $(REMOTE_TEST_BIN)
 
 remote-go-test:
 	$(GO) vet ./remote/... ./internal/config/

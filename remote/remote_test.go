@@ -18,14 +18,14 @@ import (
 
 // slack is how much longer than the remote deadline a call may take in
 // these tests: scheduling on a loaded machine, the race detector, a local
-// file append. A call that waited for a server that answers after a second
-// would exceed it by far.
-const slack = 250 * time.Millisecond
+// file append. It stays well below the 3 s by which the slow servers here
+// answer late, so a call that waited for one still fails the bound.
+const slack = time.Second
 
 // fsyncSlack replaces slack for a Save, which also fsyncs the local file: a
 // loaded disk can take that long without any help from Redis. The servers
 // these tests make slow are slower still (3 s).
-const fsyncSlack = time.Second
+const fsyncSlack = 2 * time.Second
 
 func newRemote(t testing.TB, url string, mod func(*remote.Options)) (*remote.Client, *syncBuffer) {
 	t.Helper()
@@ -202,8 +202,8 @@ func TestRedisStopped(t *testing.T) {
 	}
 
 	srv.restart()
-	if !waitFor(10*time.Second, func() bool { return !r.Down() }) {
-		t.Fatal("the tier did not reconnect within 10 s of the restart")
+	if !waitFor(30*time.Second, func() bool { return !r.Down() }) {
+		t.Fatal("the tier did not reconnect within 30 s of the restart")
 	}
 	if err := c.Insert(key(500), value(500)); err != nil {
 		t.Fatal(err)
@@ -216,7 +216,7 @@ func TestRedisStopped(t *testing.T) {
 	for i := 1; i <= 40; i++ {
 		want = append(want, i, 2000+i)
 	}
-	ok := waitFor(10*time.Second, func() bool {
+	ok := waitFor(30*time.Second, func() bool {
 		c.Save()
 		for _, i := range want {
 			if n, _ := direct.Exists(ctx, remote.EntryKey(remote.DefaultPrefix, "test-scope", key(i))).Result(); n != 1 {
@@ -251,7 +251,14 @@ func TestSlowRedis(t *testing.T) {
 	other.Put("test-scope", key(1), value(1))
 	other.Flush()
 	proxy.setDelay(10 * time.Millisecond)
-	if v, ok := find(t, c, key(1)); !ok || string(v) != string(value(1)) {
+	// A loaded machine can miss the 50 ms deadline even so: the tier is then
+	// marked down until it reconnects, and a later lookup gets the hit.
+	var v []byte
+	var ok bool
+	if !waitFor(30*time.Second, func() bool {
+		v, ok = find(t, c, key(1))
+		return ok
+	}) || string(v) != string(value(1)) {
 		t.Fatalf("remote hit through the proxy at 10 ms: %q %v (%+v)", v, ok, r.Stats())
 	}
 
@@ -281,7 +288,7 @@ func TestSlowRedis(t *testing.T) {
 			// Healthy and fast, then slow: the next call meets the slow
 			// server rather than a tier already marked down.
 			proxy.setDelay(0)
-			if !waitFor(5*time.Second, func() bool { return !r.Down() }) {
+			if !waitFor(30*time.Second, func() bool { return !r.Down() }) {
 				t.Fatal("tier did not recover with the proxy fast again")
 			}
 			proxy.setDelay(3 * time.Second)
@@ -556,7 +563,7 @@ func TestQueueFull(t *testing.T) {
 	srv.restart()
 	direct := srv.client()
 	ctx := context.Background()
-	if !waitFor(10*time.Second, func() bool { return r.Queued() == 0 && !r.Down() }) {
+	if !waitFor(30*time.Second, func() bool { return r.Queued() == 0 && !r.Down() }) {
 		t.Fatal("queue not sent after the restart")
 	}
 	for i := 0; i < 25; i++ {
@@ -576,7 +583,9 @@ func TestClusterLock(t *testing.T) {
 	srv := startRedis(t)
 	direct := srv.client()
 	ctx := context.Background()
-	const ttl = 300 * time.Millisecond
+	// Renewal runs every third of the TTL: a renewal may be a whole TTL
+	// late on a loaded machine before the lock lapses.
+	const ttl = 1500 * time.Millisecond
 	mk := func() *remote.Client {
 		r, _ := newRemote(t, srv.url(), func(o *remote.Options) { o.LockTTL = ttl })
 		return r
@@ -589,7 +598,7 @@ func TestClusterLock(t *testing.T) {
 		t.Fatal("first lock refused")
 	}
 	// Renewed: still held after several TTLs.
-	deadline := time.Now().Add(4 * ttl)
+	deadline := time.Now().Add(2 * ttl)
 	for time.Now().Before(deadline) {
 		if _, ok := b.TryLock("s", k); ok {
 			t.Fatal("B took a lock A holds and renews")
@@ -616,7 +625,7 @@ func TestClusterLock(t *testing.T) {
 		t.Fatal("lock free right after its holder died: the TTL should hold it")
 	}
 	var freed time.Duration
-	if !waitFor(5*time.Second, func() bool {
+	if !waitFor(30*time.Second, func() bool {
 		u, ok := b.TryLock("s", k)
 		if ok {
 			freed = time.Since(died)
@@ -640,16 +649,18 @@ func TestClusterLock(t *testing.T) {
 	}
 	lk := remote.LockKey(remote.DefaultPrefix, "s", k)
 	direct.Set(ctx, lk, "another node's token", 0)
+	// While C still believes it holds the lock, its renewals (every third
+	// of the TTL) leave the other node's lock alone: one would cut the 10 s
+	// left to 1.5 s.
+	direct.PExpire(ctx, lk, 10*time.Second)
+	time.Sleep(ttl)
+	if d, _ := direct.PTTL(ctx, lk).Result(); d <= ttl {
+		t.Fatalf("renewed someone else's lock: %v left", d)
+	}
 	unlockC()
 	c.Flush()
 	if v, _ := direct.Get(ctx, lk).Result(); v != "another node's token" {
 		t.Fatalf("a former holder deleted another node's lock (now %q)", v)
-	}
-	// Nor renews it.
-	direct.PExpire(ctx, lk, 2*time.Second)
-	time.Sleep(ttl)
-	if d, _ := direct.PTTL(ctx, lk).Result(); d > 2*time.Second {
-		t.Fatalf("renewed someone else's lock: %v", d)
 	}
 }
 

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "convcache.h"
+#include "tmpdir.h"
 
 #define CHECK(cond)                                                             \
     do {                                                                        \
@@ -40,19 +41,8 @@
         }                                                                       \
     } while (0)
 
-/* A fresh temporary directory for this test. */
-static inline const char *test_tmpdir(void) {
-    static char dir[256];
-    if (!dir[0]) {
-        const char *base = getenv("TMPDIR");
-        snprintf(dir, sizeof dir, "%s/convcache-test-XXXXXX", base && *base ? base : "/tmp");
-        if (!mkdtemp(dir)) {
-            perror("mkdtemp");
-            exit(1);
-        }
-    }
-    return dir;
-}
+/* A fresh temporary directory for this test, removed at exit (tmpdir.h). */
+static inline const char *test_tmpdir(void) { return test_tmpdir_named("convcache-test"); }
 
 static inline int test_rm_entry_(const char *p, const struct stat *st, int flag, struct FTW *ftw) {
     (void)st, (void)flag, (void)ftw;

@@ -63,6 +63,9 @@ static void wait_ok(pid_t pid) {
 int main(int argc, char **argv) {
     if (argc == 4 && strcmp(argv[1], "insert") == 0) return child_insert(argv[2], atoi(argv[3]), 3);
     if (argc == 3 && strcmp(argv[1], "verify") == 0) return child_verify(argv[2]);
+    /* Inserts must succeed here (CONVCACHE_OK, not PENDING): a loaded
+     * machine must not turn lock contention into a lock timeout. */
+    setenv("CONVCACHE_LOCK_TIMEOUT_MS", "600000", 1);
     char *path = test_path("procs.ccdb");
     int gate[2];
     CHECK(pipe(gate) == 0);

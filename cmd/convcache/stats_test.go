@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -182,19 +183,20 @@ func TestStatsRemote(t *testing.T) {
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
 	srv := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	srv.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // dies with the test, however it ends
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { srv.Process.Kill(); srv.Wait() }()
 	url := "redis://127.0.0.1:" + strconv.Itoa(port) + "/0"
-	for i := 0; i < 100; i++ {
+	for i := 0; i < 3000; i++ { // up to a minute: a loaded machine starts it late
 		if c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
 			c.Close()
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	s = stats(t, []string{"CONVCACHE_REMOTE=" + url}, path)
+	s = stats(t, []string{"CONVCACHE_REMOTE=" + url, "CONVCACHE_REMOTE_TIMEOUT_MS=30000"}, path)
 	if s.Remote == nil || !s.Remote.Reachable || s.Remote.URL != url {
 		t.Fatalf("remote %+v", s.Remote)
 	}

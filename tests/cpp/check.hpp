@@ -12,6 +12,8 @@
 
 #include <unistd.h>
 
+#include "../tmpdir.h"
+
 #define CHECK(cond)                                                                   \
     do {                                                                              \
         if (!(cond)) {                                                                \
@@ -42,19 +44,8 @@
 
 namespace testutil {
 
-inline std::string tmpdir() {
-    static std::string dir;
-    if (dir.empty()) {
-        const char *base = std::getenv("TMPDIR");
-        std::string t = std::string(base && *base ? base : "/tmp") + "/convcache-cxx-XXXXXX";
-        if (!mkdtemp(&t[0])) {
-            std::perror("mkdtemp");
-            std::exit(1);
-        }
-        dir = t;
-    }
-    return dir;
-}
+// This test's temporary directory, removed at exit (tests/tmpdir.h).
+inline std::string tmpdir() { return test_tmpdir_named("convcache-cxx"); }
 
 inline std::string path(const char *name) { return tmpdir() + "/" + name; }
 

@@ -17,6 +17,7 @@
 
 #define CONVCACHE_DYNAMIC 1
 #include "convcache.h"
+#include "../tmpdir.h"
 
 int tu2_find_misses(void);      /* test_dynamic_tu2.c */
 const char *tu2_version(void);  /* test_dynamic_tu2.c */
@@ -83,13 +84,9 @@ static int build_positive(void *user, const void *key, size_t key_len, void *val
     return 3;
 }
 
-static char tmpdir[256];
+static const char *tmpdir; /* removed at exit (tests/tmpdir.h) */
 
-static void make_tmpdir(void) {
-    const char *base = getenv("TMPDIR");
-    snprintf(tmpdir, sizeof tmpdir, "%s/convcache-dyn-XXXXXX", base && *base ? base : "/tmp");
-    CHECK(mkdtemp(tmpdir) != NULL);
-}
+static void make_tmpdir(void) { tmpdir = test_tmpdir_named("convcache-dyn"); }
 
 static void test_present(void) {
     race_first_use();

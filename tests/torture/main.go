@@ -14,7 +14,9 @@
 //   - no key holds a value that was never inserted for it.
 //
 // Exit status 0 means every check passed. `make test` runs a short version;
-// `make torture` the long one.
+// `make torture` the long one. The temporary directory is removed and every
+// child killed on every exit path: a failure, SIGINT, SIGTERM or SIGHUP; and
+// the children die with the harness (Pdeathsig) even if it is SIGKILLed.
 package main
 
 import (
@@ -27,6 +29,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"sync"
 	"syscall"
@@ -47,10 +50,11 @@ func main() {
 		runCompactor(*compactor)
 		return
 	}
+	go onSignal()
 	if *dir == "" {
 		d, err := os.MkdirTemp("", "convcache-torture-")
 		check(err)
-		defer os.RemoveAll(d)
+		cleanup.dir = d
 		*dir = d
 	}
 	path := filepath.Join(*dir, "torture.ccdb")
@@ -58,13 +62,78 @@ func main() {
 	start := time.Now()
 	t.run(*writers, *kills)
 	elapsed := time.Since(start)
-	os.Exit(t.verify(elapsed))
+	exit(t.verify(elapsed))
+}
+
+// cleanup is what exit undoes: the children still running and the
+// temporary directory this run made.
+var cleanup struct {
+	sync.Mutex
+	procs map[*exec.Cmd]bool
+	dir   string
+}
+
+func reaped(cmd *exec.Cmd) {
+	cleanup.Lock()
+	defer cleanup.Unlock()
+	delete(cleanup.procs, cmd)
+}
+
+// exit kills the children, removes the temporary directory and exits.
+func exit(code int) {
+	cleanup.Lock() // held to the end: no child starts after this
+	for cmd := range cleanup.procs {
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Process.Wait()
+	}
+	if cleanup.dir != "" {
+		os.RemoveAll(cleanup.dir)
+	}
+	os.Exit(code)
+}
+
+func onSignal() {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	s := <-c
+	fmt.Fprintf(os.Stderr, "torture: %v: stopping\n", s)
+	exit(128 + int(s.(syscall.Signal)))
+}
+
+// command is exec.Command for a child that dies with this process.
+func command(name string, args ...string) *exec.Cmd {
+	cmd := exec.Command(name, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.Stderr = os.Stderr
+	return cmd
+}
+
+// start starts cmd and returns its process, whose done receives Wait's
+// result once it exits.
+func start(cmd *exec.Cmd) *proc {
+	cleanup.Lock()
+	err := cmd.Start()
+	if err == nil {
+		if cleanup.procs == nil {
+			cleanup.procs = map[*exec.Cmd]bool{}
+		}
+		cleanup.procs[cmd] = true
+	}
+	cleanup.Unlock()
+	check(err)
+	p := &proc{cmd: cmd, done: make(chan error, 1)}
+	go func() {
+		err := cmd.Wait()
+		reaped(cmd)
+		p.done <- err
+	}()
+	return p
 }
 
 func check(err error) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "torture:", err)
-		os.Exit(2)
+		exit(2)
 	}
 }
 
@@ -78,11 +147,13 @@ type torture struct {
 }
 
 // runCompactor rewrites the cache file again and again, as `convcache
-// compact` does, until it is killed: kills then land in compactions too.
+// compact` does, until it is killed: kills then land in compactions too. It
+// may start before any writer has created the file: that is nothing to do
+// (cache.ErrNoFile), as a lock held too long by a writer is.
 func runCompactor(path string) {
 	for {
 		err := cache.Rewrite(path, 10*time.Second, func(in []cache.Entry) ([]cache.Entry, error) { return in, nil })
-		if err != nil && !os.IsNotExist(err) && !errors.Is(err, cache.ErrLock) {
+		if err != nil && !errors.Is(err, cache.ErrNoFile) && !errors.Is(err, cache.ErrLock) {
 			fmt.Fprintln(os.Stderr, "torture: compactor:", err)
 			os.Exit(1)
 		}
@@ -98,11 +169,10 @@ type proc struct {
 func (t *torture) spawn(id, instance int) *proc {
 	r, w, err := os.Pipe()
 	check(err)
-	cmd := exec.Command(t.writer, t.path, fmt.Sprint(id), fmt.Sprint(instance<<20))
+	cmd := command(t.writer, t.path, fmt.Sprint(id), fmt.Sprint(instance<<20))
 	cmd.ExtraFiles = []*os.File{w} // fd 3: acknowledgements
-	cmd.Stderr = os.Stderr
 	cmd.Env = append(os.Environ(), "CONVCACHE_COMPACT_JOURNAL="+t.compact, "CONVCACHE_LOCK_TIMEOUT_MS=10000")
-	check(cmd.Start())
+	p := start(cmd)
 	w.Close()
 	t.spawned++
 	t.readers.Add(1)
@@ -119,18 +189,21 @@ func (t *torture) spawn(id, instance int) *proc {
 			t.mu.Unlock()
 		}
 	}()
-	p := &proc{cmd: cmd, done: make(chan error, 1)}
-	go func() { p.done <- cmd.Wait() }()
 	return p
 }
 
 func (t *torture) spawnCompactor() *proc {
-	cmd := exec.Command(os.Args[0], "-compactor", t.path)
-	cmd.Stderr = os.Stderr
-	check(cmd.Start())
-	p := &proc{cmd: cmd, done: make(chan error, 1)}
-	go func() { p.done <- cmd.Wait() }()
-	return p
+	return start(command(os.Args[0], "-compactor", t.path))
+}
+
+// killed reports whether a child's Wait result says SIGKILL ended it.
+func killed(err error) bool {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return false
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
 }
 
 func (t *torture) run(writers, kills int) {
@@ -145,14 +218,11 @@ func (t *torture) run(writers, kills int) {
 		time.Sleep(time.Duration(rand.IntN(20000)) * time.Microsecond)
 		i := rand.IntN(writers + 1)
 		p := procs[i]
-		select {
-		case err := <-p.done: // it exited on its own: that is a failure
-			fmt.Fprintf(os.Stderr, "torture: writer %d exited by itself: %v\n", i+1, err)
-			os.Exit(1)
-		default:
-		}
 		p.cmd.Process.Signal(syscall.SIGKILL)
-		<-p.done
+		if err := <-p.done; !killed(err) { // it exited on its own: that is a failure
+			fmt.Fprintf(os.Stderr, "torture: %s exited by itself: %v\n", t.name(i, writers), err)
+			exit(1)
+		}
 		t.killed++
 		if i == writers {
 			t.compactorKills++
@@ -162,11 +232,22 @@ func (t *torture) run(writers, kills int) {
 		procs[i] = t.spawn(i+1, instance)
 		instance++
 	}
-	for _, p := range procs {
+	for i, p := range procs {
 		p.cmd.Process.Signal(syscall.SIGKILL)
-		<-p.done
+		if err := <-p.done; !killed(err) {
+			fmt.Fprintf(os.Stderr, "torture: %s exited by itself: %v\n", t.name(i, writers), err)
+			exit(1)
+		}
 	}
 	t.readers.Wait()
+}
+
+// name names procs[i] in messages.
+func (t *torture) name(i, writers int) string {
+	if i == writers {
+		return "the compactor"
+	}
+	return fmt.Sprintf("writer %d", i+1)
 }
 
 // Keys and values as writer.c makes them.

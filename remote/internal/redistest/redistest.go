@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -95,6 +96,7 @@ func (s *Server) launch() error {
 			"--tls-key-file", s.TLSKey, "--tls-auth-clients", "no")
 	}
 	cmd := exec.Command(s.Bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // dies with the test, however it ends
 	cmd.Dir = s.Dir
 	if err := cmd.Start(); err != nil {
 		return err
@@ -103,7 +105,7 @@ func (s *Server) launch() error {
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
 	s.cmd, s.done = cmd, done
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute) // only a broken server needs this long
 	for time.Now().Before(deadline) {
 		select {
 		case <-done:
