@@ -13,8 +13,8 @@ import (
 )
 
 // nothingToCompact says why the file at path needs no compaction ("does
-// not exist", "is empty"), or "" when it may. cache.Rewrite is not asked:
-// a missing file is an error there.
+// not exist", "is empty"), or "" when it may: the message for what
+// cache.Rewrite reports as ErrNoFile, told before the file is read.
 func nothingToCompact(path string) string {
 	fi, err := os.Stat(path)
 	switch {
@@ -64,7 +64,12 @@ func runCompact(e *env, args []string, timeout time.Duration) error {
 		fmt.Fprintf(e.stdout, "%s holds no records: nothing to compact\n", path)
 		return nil
 	}
-	if err := cache.Rewrite(path, timeout, func(in []cache.Entry) ([]cache.Entry, error) { return in, nil }); err != nil {
+	err = cache.Rewrite(path, timeout, func(in []cache.Entry) ([]cache.Entry, error) { return in, nil })
+	if errors.Is(err, cache.ErrNoFile) { // removed or emptied meanwhile
+		fmt.Fprintf(e.stdout, "%s is gone or empty: nothing to compact\n", path)
+		return nil
+	}
+	if err != nil {
 		return err
 	}
 	after, err := cache.ReadFile(path)
