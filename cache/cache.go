@@ -48,6 +48,7 @@ type Cache struct {
 	snapEntries int64      // entries in the snapshot, all scopes
 	journalPuts int64      // put records in the journal, all scopes
 	created     time.Time
+	compacted   bool // the file was written by compaction: created is the last one
 	scopes      map[uint64]bool   // scope hashes named in the current file
 	pending     map[string][]byte // entries kept in memory, not yet in the file
 	dirty       bool              // appended since the last fsync
@@ -345,7 +346,7 @@ func (c *Cache) lockRefused(err error) {
 // lock and mu.
 func (c *Cache) createFile() error {
 	attrs := safefile.NewFileAttrs(filepath.Dir(c.path), c.policy())
-	tmp, err := writeTemp(c.fs, c.path, encodeHeader(time.Now()), attrs)
+	tmp, err := writeTemp(c.fs, c.path, encodeHeader(time.Now(), 0), attrs)
 	if err != nil {
 		return err
 	}
@@ -471,6 +472,7 @@ func (c *Cache) adopt(f file, final bool) error {
 	}
 	c.f, c.dirty = f, false
 	c.off, c.snapEnd, c.created, c.scopes = lay.end, lay.snapEnd, h.created, scopes
+	c.compacted = h.flags&headerCompacted != 0 || lay.snapEnd > headerSize
 	c.snapEntries, c.journalPuts = lay.snapEntries, lay.journalPuts
 	c.budget, c.budgetEnd, c.tailMark = budget, size, tailMark{}
 	if lay.end < size {

@@ -239,7 +239,7 @@ func (c *contents) encode(created time.Time) []byte {
 		scopes = append(scopes, s)
 	}
 	slices.Sort(scopes)
-	out := encodeHeader(created)
+	out := encodeHeader(created, headerCompacted)
 	var recs []record
 	var cost int64
 	for _, s := range scopes {

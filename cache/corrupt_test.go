@@ -29,7 +29,7 @@ const sampleScope = "fuzz-scope"
 func buildSample() sample {
 	var s sample
 	h := xxhash.Sum64String(sampleScope)
-	s.data = encodeHeader(time.Unix(1700000000, 0))
+	s.data = encodeHeader(time.Unix(1700000000, 0), 0)
 	var recs []record
 	for i := 0; i < 6; i++ {
 		recs = append(recs, record{key: []byte(fmt.Sprintf("snap-key-%d", i)), value: []byte(fmt.Sprintf("snap-value-%d", i)), inserted: 1, used: 2})

@@ -35,6 +35,8 @@
 //	| 8 B    | u32 = 1 | u32 = 32    | i64                | u32   | of 0..27  |
 //	+--------+---------+-------------+--------------------+-------+-----------+
 //	magic = 89 'C' 'C' 'D' 'B' 0D 0A 1A
+//	flags bit 0: written by compaction (created is then the last compaction);
+//	other bits 0. Readers ignore flags they do not know.
 //
 //	frame (16-byte header + payload)
 //	+-----------+------+-------+----------+-------------+------------------------+

@@ -41,19 +41,31 @@ var fileMagic = [8]byte{0x89, 'C', 'C', 'D', 'B', '\r', '\n', 0x1a}
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// Header flags.
+const (
+	// headerCompacted marks a file written by compaction (or a tool that
+	// writes a compacted file), as opposed to one created empty by a
+	// writer: its created time is then the last compaction. Files written
+	// before the flag existed have no flags; a snapshot right after the
+	// header tells the same there.
+	headerCompacted = 1
+)
+
 // header is the decoded file header.
 type header struct {
 	version uint32
-	created time.Time // when this file generation was written (last compaction)
+	created time.Time // when this file generation was written
+	flags   uint32
 }
 
-func encodeHeader(created time.Time) []byte {
+// encodeHeader returns a header for a file written at created, with flags.
+func encodeHeader(created time.Time, flags uint32) []byte {
 	b := make([]byte, headerSize)
 	copy(b, fileMagic[:])
 	binary.LittleEndian.PutUint32(b[8:], FormatVersion)
 	binary.LittleEndian.PutUint32(b[12:], headerSize)
 	binary.LittleEndian.PutUint64(b[16:], uint64(created.UnixNano()))
-	binary.LittleEndian.PutUint32(b[24:], 0) // flags
+	binary.LittleEndian.PutUint32(b[24:], flags)
 	binary.LittleEndian.PutUint32(b[28:], crc32.Checksum(b[:28], castagnoli))
 	return b
 }
@@ -85,6 +97,7 @@ func decodeHeader(b []byte) (header, error) {
 	return header{
 		version: v,
 		created: time.Unix(0, int64(binary.LittleEndian.Uint64(b[16:]))),
+		flags:   binary.LittleEndian.Uint32(b[24:]),
 	}, nil
 }
 

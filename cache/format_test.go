@@ -10,7 +10,7 @@ import (
 
 func TestHeaderRoundTrip(t *testing.T) {
 	now := time.Unix(1700000000, 123)
-	h, err := decodeHeader(encodeHeader(now))
+	h, err := decodeHeader(encodeHeader(now, 0))
 	if err != nil || h.version != FormatVersion || !h.created.Equal(now) {
 		t.Fatalf("got %+v, %v", h, err)
 	}
@@ -18,7 +18,7 @@ func TestHeaderRoundTrip(t *testing.T) {
 
 // The header is validated in a fixed order, each failure its own error.
 func TestHeaderValidationOrder(t *testing.T) {
-	good := encodeHeader(time.Now())
+	good := encodeHeader(time.Now(), 0)
 	mut := func(f func(b []byte)) []byte {
 		b := bytes.Clone(good)
 		f(b)

@@ -30,7 +30,7 @@ type Stats struct {
 
 	Remote RemoteStats // the remote tier's counters, if there is one
 
-	LastCompaction time.Time // when the current file was written
+	LastCompaction time.Time // when the current file was last compacted; zero if never
 	ReadOnly       bool
 	ReadOnlyReason string
 	FSType         string
@@ -106,7 +106,9 @@ func (c *Cache) Stats() Stats {
 		st.Snapshot = c.snapEnd - headerSize // as File.SnapshotBytes counts it
 		st.Journal = c.off - c.snapEnd
 	}
-	st.LastCompaction = c.created
+	if c.compacted {
+		st.LastCompaction = c.created
+	}
 	st.ReadOnly, st.ReadOnlyReason = c.readOnly, c.roReason
 	st.FSType, st.NetworkFS = c.fsType, c.networkFS
 	return st

@@ -51,7 +51,8 @@ type ScopeSummary struct {
 type File struct {
 	Path          string
 	Version       uint32
-	Created       time.Time // when this file was written: the last compaction
+	Created       time.Time // when this file was written
+	Compacted     bool      // written by compaction (Created is then the last compaction)
 	Size          int64
 	SnapshotBytes int64 // compacted snapshot (after the header)
 	JournalBytes  int64 // records appended since
@@ -122,6 +123,7 @@ func parseFile(path string, data []byte) (*File, error) {
 	f.Frames = f.c.frames
 	f.SnapshotBytes = snapEnd - headerSize
 	f.JournalBytes = f.Size - snapEnd
+	f.Compacted = h.flags&headerCompacted != 0 || f.SnapshotBytes > 0
 	for _, d := range f.c.damaged {
 		f.Damage = append(f.Damage, Damage{Offset: d.off, Length: d.len, Tail: d.off+d.len == f.Size})
 	}

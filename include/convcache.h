@@ -340,7 +340,7 @@ struct convcache_stats {
     uint64_t compactions;     /* compactions run by this handle */
     uint64_t evictions;       /* entries evicted by those compactions */
     uint64_t damaged_bytes;   /* bytes of damaged records skipped */
-    int64_t last_compaction_ms; /* unix ms when the file was last compacted */
+    int64_t last_compaction_ms; /* unix ms when the file was last compacted; 0 if never */
     int32_t read_only;        /* 1 if the handle never writes its file */
     int32_t network_fs;       /* 1 if the file is on NFS, Lustre, GPFS, CIFS, ... */
     uint64_t hits_system;     /* hits served by the read-only system tier */

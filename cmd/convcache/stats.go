@@ -146,12 +146,7 @@ func reportFile(path string) (*fileReport, error) {
 	}
 	r.Exists = true
 	r.Size, r.Version = f.Size, f.Version
-	if f.SnapshotBytes > 0 {
-		// Only compaction (and merge, export and import, which write
-		// compacted files) writes a snapshot; the header's time is when
-		// that file was written. A file that starts with its journal
-		// was created by a writer and never compacted: its header's
-		// time is its creation.
+	if f.Compacted {
 		created := f.Created
 		r.LastCompaction = &created
 	}

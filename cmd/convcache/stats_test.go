@@ -201,3 +201,18 @@ func TestStatsRemote(t *testing.T) {
 		t.Fatalf("remote %+v", s.Remote)
 	}
 }
+
+// A file compacted down to no entries has no snapshot, yet was compacted:
+// the header's flag says so.
+func TestStatsLastCompactionOfEmptiedFile(t *testing.T) {
+	path := agedCache(t)
+	mustRun(t, exitOK, nil, "prune", path, "--scope", gpuA)
+	mustRun(t, exitOK, nil, "prune", path, "--scope", gpuB)
+	c := stats(t, nil, path).Cache
+	if c.Entries != 0 || c.SnapshotBytes != 0 {
+		t.Fatalf("after pruning everything %+v", c)
+	}
+	if c.LastCompaction == nil || time.Since(*c.LastCompaction) > time.Minute {
+		t.Fatalf("last compaction %v, want now", c.LastCompaction)
+	}
+}
