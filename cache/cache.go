@@ -48,7 +48,7 @@ type Cache struct {
 	snapEntries int64      // entries in the snapshot, all scopes
 	journalPuts int64      // put records in the journal, all scopes
 	created     time.Time
-	compacted   bool // the file was written by compaction: created is the last one
+	compacted   bool              // the file was written by compaction: created is the last one
 	scopes      map[uint64]bool   // scope hashes named in the current file
 	pending     map[string][]byte // entries kept in memory, not yet in the file
 	dirty       bool              // appended since the last fsync
