@@ -6,7 +6,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,26 +42,6 @@
 
 /* A fresh temporary directory for this test, removed at exit (tmpdir.h). */
 static inline const char *test_tmpdir(void) { return test_tmpdir_named("convcache-test"); }
-
-static inline int test_rm_entry_(const char *p, const struct stat *st, int flag, struct FTW *ftw) {
-    (void)st, (void)flag, (void)ftw;
-    remove(p); /* best effort: carry on with the rest */
-    return 0;
-}
-
-static pid_t test_cleanup_pid_;
-
-static inline void test_rm_tmpdir_(void) {
-    if (getpid() == test_cleanup_pid_) nftw(test_tmpdir(), test_rm_entry_, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-/* Removes this test's temporary directory when the process that called it
- * exits (not when a forked child does), pass or fail. */
-static inline void test_cleanup_at_exit(void) {
-    test_tmpdir();
-    test_cleanup_pid_ = getpid();
-    atexit(test_rm_tmpdir_);
-}
 
 static inline char *test_path(const char *name) {
     char *p = malloc(512);

@@ -442,7 +442,6 @@ static void test_permissions(const char *self) {
 
 int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], "--as-nobody") == 0) return as_nobody(argv[2]);
-    test_cleanup_at_exit();
     unsetenv("CONVCACHE_PATH");
     unsetenv("CONVCACHE_DISABLE");
     unsetenv("CONVCACHE_MODE");

@@ -137,7 +137,6 @@ static void test_scope_cap_max(void) {
 }
 
 int main(void) {
-    test_cleanup_at_exit();
     unsetenv("CONVCACHE_DISABLE");
     unsetenv("CONVCACHE_MODE");
     test_open_ex_sizes();

@@ -97,7 +97,6 @@ int main(int argc, char **argv) {
         printf("test_secure: not root, cannot make a set-user-ID program; skipped\n");
         return 0;
     }
-    test_cleanup_at_exit();
     dir = test_tmpdir();
     CHECK(chmod(dir, 01777) == 0); /* like /tmp: the unprivileged control run may write */
     paths();
