@@ -57,3 +57,9 @@ bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 -timeout 1800s ./cache
 
 BENCH_TARGETS += bench-table
+
+# Publish the last make bench run: bench/results/ and the README's table
+# and targets (bench/publish.py).
+.PHONY: bench-publish
+bench-publish:
+	python3 bench/publish.py $(BENCH_DIR)
