@@ -6,7 +6,7 @@
 #                                   README.md, Performance, has the last run's time)
 #   make bench BENCH_FLAGS=-quick   a smoke run (10k and 100k, one repeat; about 70 s)
 #   make bench-go                   the Go benchmarks of package cache
-#   make bench-plot-test            vet and test bench/plot (its own module)
+#   make bench-test                 vet and test bench/'s Go module (runner, plot)
 
 BENCH_DIR   := $(BUILD)/bench
 BENCH_FLAGS ?=
@@ -34,22 +34,22 @@ $(BENCH_DIR)/bench_sqlite: bench/impl_sqlite.cpp $(BENCH_HDRS)
 	@mkdir -p $(BENCH_DIR)
 	$(CXX) $(CXXFLAGS) -o $@ $< -lsqlite3 -lpthread
 
+# bench/runner and bench/plot are a Go module of their own (bench/go.mod),
+# so that the plotting library stays out of the library's go.mod; the Go
+# module proxy supplies it on the first build. They share the results file's
+# schema and statistics (bench/internal/results). bench-test vets and tests
+# the module (the root's go vet ./... and go test ./... leave it out).
+BENCH_MOD := bench/go.mod bench/go.sum $(wildcard bench/internal/results/*.go)
+
 $(BENCH_DIR)/runner: $(wildcard bench/runner/*.go)
+$(BENCH_DIR)/plot: $(wildcard bench/plot/*.go)
+$(BENCH_DIR)/runner $(BENCH_DIR)/plot: $(BENCH_DIR)/%: $(BENCH_MOD)
 	@mkdir -p $(BENCH_DIR)
-	$(GO) build -o $@ ./bench/runner
+	cd bench && $(GO) build -o $(abspath $@) ./$*
 
-# bench/plot is a Go module of its own (bench/plot/go.mod), so that the
-# plotting library stays out of the library's go.mod; the Go module proxy
-# supplies it on the first build. bench-plot-test vets and tests it.
-BENCH_PLOT_SRC := $(wildcard bench/plot/*.go) bench/plot/go.mod bench/plot/go.sum
-
-$(BENCH_DIR)/plot: $(BENCH_PLOT_SRC)
-	@mkdir -p $(BENCH_DIR)
-	cd bench/plot && $(GO) build -o $(abspath $@) .
-
-.PHONY: bench-plot-test
-bench-plot-test:
-	cd bench/plot && $(GO) vet ./... && $(GO) test -count=1 ./...
+.PHONY: bench-test
+bench-test:
+	cd bench && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 # The demo workload (examples/demo, built by mk/cxx.mk) adds the cold vs warm
 # rows when it is in the tree; mk/v8.mk sets BENCH_V8 (the v8 engine-choice

@@ -1,8 +1,8 @@
 // Command plot draws the benchmark charts from bench/runner's results.json
 // as PNG files with gonum.org/v1/plot: log axes, a legend, and whiskers from
 // the lowest to the highest of the repeats around each median. It is a
-// module of its own (bench/plot/go.mod) so that the library's go.mod does
-// not carry the plotting library.
+// module of its own with bench/runner (bench/go.mod), so that the library's
+// go.mod does not carry the plotting library.
 //
 // Usage (make bench builds and runs it):
 //
@@ -20,6 +20,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/convcache/convcache/bench/internal/results"
 )
 
 func main() {
@@ -37,7 +39,7 @@ func run(in, out string) error {
 	if err != nil {
 		return err
 	}
-	var r results
+	var r results.Results
 	if err := json.Unmarshal(b, &r); err != nil {
 		return fmt.Errorf("%s: %v", in, err)
 	}
@@ -61,7 +63,7 @@ func run(in, out string) error {
 }
 
 // charts is every chart the README shows, by file name.
-func charts(r *results) map[string]*chart {
+func charts(r *results.Results) map[string]*chart {
 	return map[string]*chart{
 		"hit_latency.png": perSize(r, "hit1_ns", chart{
 			title:  "find hit latency, 1 thread",

@@ -8,25 +8,9 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
-)
 
-func TestSummary(t *testing.T) {
-	for _, c := range []struct {
-		in          []float64
-		med, lo, hi float64
-		ok          bool
-	}{
-		{nil, 0, 0, 0, false},
-		{[]float64{7}, 7, 7, 7, true},
-		{[]float64{5, 1, 3}, 3, 1, 5, true},
-		{[]float64{4, 1, 8, 2}, 3, 1, 8, true},
-	} {
-		med, lo, hi, ok := summary(c.in)
-		if med != c.med || lo != c.lo || hi != c.hi || ok != c.ok {
-			t.Errorf("summary(%v) = %v %v %v %v, want %v %v %v %v", c.in, med, lo, hi, ok, c.med, c.lo, c.hi, c.ok)
-		}
-	}
-}
+	"github.com/convcache/convcache/bench/internal/results"
+)
 
 func TestShort(t *testing.T) {
 	for in, want := range map[float64]string{
@@ -89,9 +73,9 @@ func TestLogFromMin(t *testing.T) {
 // axis cannot place (0, a size of 0) are skipped, not a panic.
 func TestRunWritesCharts(t *testing.T) {
 	dir := t.TempDir()
-	r := results{
+	r := results.Results{
 		Date: "today", Machine: "test", Sizes: []int{0, 1000, 10000}, Writers: []int{1, 2}, PerWriter: 10,
-		Impls: []implInfo{{ID: "a", Name: "one"}, {ID: "d", Name: "two"}, {ID: "z", Name: "unknown"}},
+		Impls: []results.Impl{{ID: "a", Name: "one"}, {ID: "d", Name: "two"}, {ID: "z", Name: "unknown"}},
 		Samples: map[string]map[string][]float64{
 			"hit1_ns/1000":  {"a": {100, 120, 0}, "d": {50}, "z": {7}},
 			"hit1_ns/10000": {"a": {150, 170, 160}, "d": {0}},
@@ -134,8 +118,8 @@ func TestRunWritesCharts(t *testing.T) {
 }
 
 func TestWritersNotesLoss(t *testing.T) {
-	r := results{
-		Writers: []int{1, 2}, Impls: []implInfo{{ID: "d"}},
+	r := results.Results{
+		Writers: []int{1, 2}, Impls: []results.Impl{{ID: "d"}},
 		Samples: map[string]map[string][]float64{
 			"wtput/1": {"d": {1e6}}, "wtput/2": {"d": {2e6}},
 			"wlost/1": {"d": {0}}, "wlost/2": {"d": {9000, 11000, 10700}},

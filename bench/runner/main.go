@@ -27,19 +27,11 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/convcache/convcache/bench/internal/results"
 )
 
-// impl is one implementation: a worker binary and its place in the table.
-type impl struct {
-	ID         string `json:"id"`   // a..e, as in the issue
-	Key        string `json:"key"`  // binary suffix
-	Name       string `json:"name"` // column title
-	Persistent bool   `json:"persistent"`
-	Ours       bool   `json:"ours"` // convcache itself, not a baseline
-	bin        string
-}
-
-var allImpls = []impl{
+var allImpls = []results.Impl{
 	{ID: "a", Key: "cabi", Name: "convcache C ABI", Persistent: true, Ours: true},
 	{ID: "b", Key: "dropin", Name: "convcache C++ drop-in", Persistent: true, Ours: true},
 	{ID: "c", Key: "stdmap", Name: "PyTorch map (memory)", Persistent: false},
@@ -47,32 +39,8 @@ var allImpls = []impl{
 	{ID: "e", Key: "sqlite", Name: "SQLite WAL", Persistent: true},
 }
 
-// Results is what the runner writes to results.json.
-type Results struct {
-	Date        string                          `json:"date"`
-	Machine     string                          `json:"machine"`
-	Command     string                          `json:"command"`
-	Reps        int                             `json:"reps"`
-	RepsLarge   int                             `json:"reps_large"`
-	Sizes       []int                           `json:"sizes"`
-	Writers     []int                           `json:"writers"`
-	PerWriter   int                             `json:"per_writer"`
-	HitMillis   int                             `json:"hit_ms"`
-	Impls       []impl                          `json:"impls"`
-	Samples     map[string]map[string][]float64 `json:"samples"` // metric -> impl id -> samples
-	Notes       []string                        `json:"notes"`
-	LoadAvg     [2]string                       `json:"load_average"` // at the start and the end
-	WallSeconds float64                         `json:"wall_seconds"`
-}
-
-func (r *Results) add(metric, id string, v float64) {
-	m := r.Samples[metric]
-	if m == nil {
-		m = map[string][]float64{}
-		r.Samples[metric] = m
-	}
-	m[id] = append(m[id], v)
-}
+// workerBin is implementation im's worker binary.
+func workerBin(im results.Impl) string { return filepath.Join(*binDir, "bench_"+im.Key) }
 
 var (
 	binDir  = flag.String("bin", "build/bench", "directory of the bench_* worker binaries")
@@ -106,7 +74,7 @@ func main() {
 		*demoRep = 1
 		*v8Reps = 1
 	}
-	res := &Results{
+	res := &results.Results{
 		Date:      start.UTC().Format("2006-01-02 15:04 UTC"),
 		Machine:   machine(),
 		Command:   "make bench",
@@ -120,8 +88,7 @@ func main() {
 	}
 	res.LoadAvg[0] = loadAvg()
 	for _, im := range allImpls {
-		im.bin = filepath.Join(*binDir, "bench_"+im.Key)
-		if _, err := os.Stat(im.bin); err != nil {
+		if _, err := os.Stat(workerBin(im)); err != nil {
 			if im.Key == "dropin" {
 				res.Notes = append(res.Notes, "(b) C++ drop-in: not built (include/convcache.hpp missing), column pending")
 			}
@@ -153,7 +120,7 @@ func main() {
 		}
 		return *reps
 	}
-	store := func(im impl, n int) string { return filepath.Join(wd, fmt.Sprintf("%s.%d", im.Key, n)) }
+	store := func(im results.Impl, n int) string { return filepath.Join(wd, fmt.Sprintf("%s.%d", im.Key, n)) }
 
 	// 1. Prepared stores, two at a time (this is set-up, not a figure; the
 	//    file size after compaction is).
@@ -169,8 +136,8 @@ func main() {
 			jobs = append(jobs, func() {
 				f := mustRun(im, "prep", store(im, n), strconv.Itoa(n))
 				mu.Lock()
-				res.add(fmt.Sprintf("file_bpe/%d", n), im.ID, f["file_bytes"]/float64(n))
-				res.add(fmt.Sprintf("prep_s/%d", n), im.ID, f["prep_s"])
+				res.Add(fmt.Sprintf("file_bpe/%d", n), im.ID, f["file_bytes"]/float64(n))
+				res.Add(fmt.Sprintf("prep_s/%d", n), im.ID, f["prep_s"])
 				mu.Unlock()
 				progress("prep %-7s %7d: %.1f s, %.1f bytes/entry", im.Key, n, f["prep_s"], f["file_bytes"]/float64(n))
 			})
@@ -184,12 +151,12 @@ func main() {
 		for r := 0; r < repsFor(n); r++ {
 			for _, im := range res.Impls {
 				f := mustRun(im, "hit", store(im, n), strconv.Itoa(n), strconv.Itoa(*hitMs))
-				res.add(fmt.Sprintf("hit1_ns/%d", n), im.ID, f["hit1_ns"])
-				res.add(fmt.Sprintf("mops1/%d", n), im.ID, f["mops1"])
-				res.add(fmt.Sprintf("mops2/%d", n), im.ID, f["mops2"])
-				res.add(fmt.Sprintf("rss/%d", n), im.ID, f["rss_per_entry"])
+				res.Add(fmt.Sprintf("hit1_ns/%d", n), im.ID, f["hit1_ns"])
+				res.Add(fmt.Sprintf("mops1/%d", n), im.ID, f["mops1"])
+				res.Add(fmt.Sprintf("mops2/%d", n), im.ID, f["mops2"])
+				res.Add(fmt.Sprintf("rss/%d", n), im.ID, f["rss_per_entry"])
 				if v, ok := f["front_per_entry"]; ok {
-					res.add(fmt.Sprintf("front/%d", n), im.ID, v)
+					res.Add(fmt.Sprintf("front/%d", n), im.ID, v)
 				}
 				progress("hit %-7s %7d rep %d: %.0f ns, 2 threads %.2f Mops/s", im.Key, n, r+1, f["hit1_ns"], f["mops2"])
 			}
@@ -206,9 +173,9 @@ func main() {
 				}
 				t0 := time.Now().UnixNano()
 				f := mustRun(im, "load", store(im, n), strconv.Itoa(n), strconv.FormatInt(t0, 10))
-				res.add(fmt.Sprintf("load_ms/%d", n), im.ID, f["load_ms"])
+				res.Add(fmt.Sprintf("load_ms/%d", n), im.ID, f["load_ms"])
 				if all, ok := f["all_ms"]; ok {
-					res.add(fmt.Sprintf("all_ms/%d", n), im.ID, all)
+					res.Add(fmt.Sprintf("all_ms/%d", n), im.ID, all)
 				}
 				progress("load %-7s %7d rep %d: first %.1f ms, all %.1f ms", im.Key, n, r+1, f["load_ms"], f["all_ms"])
 			}
@@ -224,9 +191,9 @@ func main() {
 					continue
 				}
 				tput, lost, errs := writeRound(im, filepath.Join(wd, fmt.Sprintf("w-%s-%d-%d", im.Key, p, r)), p, *perW)
-				res.add(fmt.Sprintf("wtput/%d", p), im.ID, tput)
-				res.add(fmt.Sprintf("wlost/%d", p), im.ID, float64(lost))
-				res.add(fmt.Sprintf("werr/%d", p), im.ID, float64(errs))
+				res.Add(fmt.Sprintf("wtput/%d", p), im.ID, tput)
+				res.Add(fmt.Sprintf("wlost/%d", p), im.ID, float64(lost))
+				res.Add(fmt.Sprintf("werr/%d", p), im.ID, float64(errs))
 				progress("write %-7s %d procs rep %d: %.0f inserts/s, %d lost, %d errors", im.Key, p, r+1, tput, lost, errs)
 			}
 		}
@@ -243,10 +210,10 @@ func main() {
 			cold := runDemo(path, wd, "--run", "1", "--cold")
 			warm := runDemo(path, wd, "--run", "2")
 			mem := runDemo(path+"-off", wd, "--run", "1", "CONVCACHE_MODE=off")
-			res.add("demo_cold_ms", "b", cold*1e3)
-			res.add("demo_warm_ms", "b", warm*1e3)
-			res.add("demo_cold_ms", "c", mem*1e3)
-			res.add("demo_warm_ms", "c", mem*1e3)
+			res.Add("demo_cold_ms", "b", cold*1e3)
+			res.Add("demo_warm_ms", "b", warm*1e3)
+			res.Add("demo_cold_ms", "c", mem*1e3)
+			res.Add("demo_warm_ms", "c", mem*1e3)
 			progress("demo rep %d: cold %.2f s, warm %.3f ms; memory only %.2f s", r+1, cold, warm*1e3, mem)
 		}
 	} else {
@@ -261,8 +228,8 @@ func main() {
 		phase(fmt.Sprintf("v8: engine choices, %d shapes, %d ms simulated benchmark per engine, run 1 then run 2", v8Shapes, v8EngineMs))
 		for r := 0; r < *v8Reps; r++ {
 			r1, r2 := runV8(*v8, filepath.Join(wd, fmt.Sprintf("v8-%d", r)))
-			res.add("v8_run1_ms", "v8", r1)
-			res.add("v8_run2_ms", "v8", r2)
+			res.Add("v8_run1_ms", "v8", r1)
+			res.Add("v8_run2_ms", "v8", r2)
 			progress("v8 rep %d: run 1 %.0f ms choosing, run 2 %.2f ms (%.3g%%)", r+1, r1, r2, 100*r2/r1)
 		}
 	}
@@ -285,7 +252,7 @@ func main() {
 // together, and then counts what the store holds. It returns the aggregate
 // inserts per second (from the go signal to the last writer's end, close
 // included), the entries lost and the insert errors reported.
-func writeRound(im impl, path string, p, k int) (tput float64, lost, errs int) {
+func writeRound(im results.Impl, path string, p, k int) (tput float64, lost, errs int) {
 	mustRun(im, "init", path)
 	type proc struct {
 		cmd   *exec.Cmd
@@ -456,8 +423,8 @@ func loadAvg() string {
 // The prep fill defers compaction (CONVCACHE_COMPACT_JOURNAL=1T): the store
 // is compacted once at the end (bench/convcache_prep.hpp), which gives the
 // same file in a fraction of the set-up time.
-func workerCmd(im impl, args ...string) *exec.Cmd {
-	cmd := exec.Command(im.bin, args...)
+func workerCmd(im results.Impl, args ...string) *exec.Cmd {
+	cmd := exec.Command(workerBin(im), args...)
 	var env []string
 	for _, e := range os.Environ() {
 		if !strings.HasPrefix(e, "CONVCACHE_") {
@@ -473,16 +440,16 @@ func workerCmd(im impl, args ...string) *exec.Cmd {
 }
 
 // mustRun runs a worker to completion and returns the fields of its line.
-func mustRun(im impl, args ...string) map[string]float64 {
+func mustRun(im results.Impl, args ...string) map[string]float64 {
 	cmd := workerCmd(im, args...)
 	out, err := cmd.Output()
 	if err != nil {
-		fatalf("%s %s: %v\n%s", im.bin, strings.Join(args, " "), err, out)
+		fatalf("%s %s: %v\n%s", workerBin(im), strings.Join(args, " "), err, out)
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	f := fields(lines[len(lines)-1])
 	if _, bad := f["error"]; bad {
-		fatalf("%s %s: %s", im.bin, strings.Join(args, " "), out)
+		fatalf("%s %s: %s", workerBin(im), strings.Join(args, " "), out)
 	}
 	return f
 }

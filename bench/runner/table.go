@@ -3,8 +3,9 @@ package main
 import (
 	"fmt"
 	"math"
-	"slices"
 	"strings"
+
+	"github.com/convcache/convcache/bench/internal/results"
 )
 
 // row is one line of the table: a metric with its samples per implementation.
@@ -16,29 +17,19 @@ type row struct {
 	plain  bool // no ratio column (the figure is not a comparison)
 }
 
-func sizeName(n int) string {
-	switch {
-	case n >= 1000000 && n%1000000 == 0:
-		return fmt.Sprintf("%dM", n/1000000)
-	case n >= 1000 && n%1000 == 0:
-		return fmt.Sprintf("%dk", n/1000)
-	}
-	return fmt.Sprint(n)
-}
-
-func rows(r *Results) []row {
+func rows(r *results.Results) []row {
 	var out []row
 	for _, n := range r.Sizes {
-		out = append(out, row{fmt.Sprintf("find hit, 1 thread, %s entries: ns/op", sizeName(n)), fmt.Sprintf("hit1_ns/%d", n), true, false, false})
+		out = append(out, row{fmt.Sprintf("find hit, 1 thread, %s entries: ns/op", results.SizeName(n)), fmt.Sprintf("hit1_ns/%d", n), true, false, false})
 	}
 	for _, n := range r.Sizes {
-		out = append(out, row{fmt.Sprintf("find hit, 2 threads, %s entries: M finds/s", sizeName(n)), fmt.Sprintf("mops2/%d", n), false, false, false})
+		out = append(out, row{fmt.Sprintf("find hit, 2 threads, %s entries: M finds/s", results.SizeName(n)), fmt.Sprintf("mops2/%d", n), false, false, false})
 	}
 	for _, n := range r.Sizes {
-		out = append(out, row{fmt.Sprintf("load %s: cold process to first answer, ms", sizeName(n)), fmt.Sprintf("load_ms/%d", n), true, false, false})
+		out = append(out, row{fmt.Sprintf("load %s: cold process to first answer, ms", results.SizeName(n)), fmt.Sprintf("load_ms/%d", n), true, false, false})
 	}
 	for _, n := range r.Sizes {
-		out = append(out, row{fmt.Sprintf("load %s: cold process to every key answered once, ms", sizeName(n)), fmt.Sprintf("all_ms/%d", n), true, false, false})
+		out = append(out, row{fmt.Sprintf("load %s: cold process to every key answered once, ms", results.SizeName(n)), fmt.Sprintf("all_ms/%d", n), true, false, false})
 	}
 	for _, p := range r.Writers {
 		out = append(out, row{fmt.Sprintf("%d writer process%s, inserts/s (each durable on return)", p, plural(p)), fmt.Sprintf("wtput/%d", p), false, false, false})
@@ -49,18 +40,18 @@ func rows(r *Results) []row {
 	big := r.Sizes[len(r.Sizes)-1]
 	for _, n := range r.Sizes {
 		if n >= 100000 || n == big {
-			out = append(out, row{fmt.Sprintf("resident memory per entry, %s entries: bytes", sizeName(n)), fmt.Sprintf("rss/%d", n), true, false, false})
+			out = append(out, row{fmt.Sprintf("resident memory per entry, %s entries: bytes", results.SizeName(n)), fmt.Sprintf("rss/%d", n), true, false, false})
 		}
 	}
 	for _, n := range r.Sizes {
 		if n >= 100000 || n == big {
-			out = append(out, row{fmt.Sprintf("  of which the C++ front map, %s entries: bytes", sizeName(n)), fmt.Sprintf("front/%d", n), true, false, false})
+			out = append(out, row{fmt.Sprintf("  of which the C++ front map, %s entries: bytes", results.SizeName(n)), fmt.Sprintf("front/%d", n), true, false, false})
 		}
 	}
 	out = append(out, row{"demo workload (make demo), run 1 (cold): ms choosing algorithms", "demo_cold_ms", true, false, true})
 	out = append(out, row{"demo workload, run 2 (warm): ms choosing algorithms", "demo_warm_ms", true, false, false})
 	for _, n := range r.Sizes {
-		out = append(out, row{fmt.Sprintf("file bytes per entry after compaction, %s entries (raw key+value: %d)", sizeName(n), rawEntry), fmt.Sprintf("file_bpe/%d", n), true, false, false})
+		out = append(out, row{fmt.Sprintf("file bytes per entry after compaction, %s entries (raw key+value: %d)", results.SizeName(n), rawEntry), fmt.Sprintf("file_bpe/%d", n), true, false, false})
 	}
 	return out
 }
@@ -72,33 +63,10 @@ func plural(n int) string {
 	return "es"
 }
 
-// stat is a metric's median and spread over its repeats.
-type stat struct {
-	med, min, max float64
-	n             int
-}
-
-func statOf(v []float64) (stat, bool) {
-	if len(v) == 0 {
-		return stat{}, false
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	m := s[len(s)/2]
-	if len(s)%2 == 0 {
-		m = (s[len(s)/2-1] + s[len(s)/2]) / 2
-	}
-	return stat{m, s[0], s[len(s)-1], len(s)}, true
-}
-
-func (r *Results) stat(metric, id string) (stat, bool) {
-	return statOf(r.Samples[metric][id])
-}
-
 // ratio is ours over base: the median of per-repeat ratios when both have
 // the same repeats (repeat i of each ran moments apart), else the ratio of
 // the medians.
-func (r *Results) ratio(metric, ours, base string) (float64, bool) {
+func ratioOf(r *results.Results, metric, ours, base string) (float64, bool) {
 	o, b := r.Samples[metric][ours], r.Samples[metric][base]
 	if len(o) == 0 || len(b) == 0 {
 		return 0, false
@@ -111,15 +79,15 @@ func (r *Results) ratio(metric, ours, base string) (float64, bool) {
 			}
 			q = append(q, o[i]/b[i])
 		}
-		s, _ := statOf(q)
-		return s.med, true
+		s, _ := results.StatOf(q)
+		return s.Med, true
 	}
-	so, _ := statOf(o)
-	sb, _ := statOf(b)
-	if sb.med == 0 {
+	so, _ := results.StatOf(o)
+	sb, _ := results.StatOf(b)
+	if sb.Med == 0 {
 		return 0, false
 	}
-	return so.med / sb.med, true
+	return so.Med / sb.Med, true
 }
 
 // num formats a figure with three significant digits and a k/M suffix for
@@ -146,17 +114,17 @@ func num(v float64) string {
 }
 
 // cell is a median with its spread: half the range, relative to the median.
-func cell(s stat, counts bool) string {
+func cell(s results.Stat, counts bool) string {
 	if counts {
-		if s.min == s.max {
-			return num(s.med)
+		if s.Min == s.Max {
+			return num(s.Med)
 		}
-		return fmt.Sprintf("%s (%s–%s)", num(s.med), num(s.min), num(s.max))
+		return fmt.Sprintf("%s (%s–%s)", num(s.Med), num(s.Min), num(s.Max))
 	}
-	if s.n < 2 || s.med == 0 {
-		return num(s.med)
+	if s.N < 2 || s.Med == 0 {
+		return num(s.Med)
 	}
-	return fmt.Sprintf("%s ±%.0f%%", num(s.med), 100*(s.max-s.min)/2/math.Abs(s.med))
+	return fmt.Sprintf("%s ±%.0f%%", num(s.Med), 100*(s.Max-s.Min)/2/math.Abs(s.Med))
 }
 
 func ratio(x float64) string {
@@ -172,9 +140,9 @@ func ratio(x float64) string {
 }
 
 // table renders the Markdown table, the notes and the targets.
-func table(r *Results) string {
+func table(r *results.Results) string {
 	var b strings.Builder
-	var ours, bases []impl
+	var ours, bases []results.Impl
 	for _, im := range r.Impls {
 		if im.Ours {
 			ours = append(ours, im)
@@ -202,7 +170,7 @@ func table(r *Results) string {
 	for _, rw := range rows(r) {
 		any := false
 		for _, im := range r.Impls {
-			if _, ok := r.stat(rw.metric, im.ID); ok {
+			if _, ok := r.Stat(rw.metric, im.ID); ok {
 				any = true
 			}
 		}
@@ -211,18 +179,18 @@ func table(r *Results) string {
 		}
 		fmt.Fprintf(&b, "| %s |", rw.label)
 		for _, im := range r.Impls {
-			if s, ok := r.stat(rw.metric, im.ID); ok {
+			if s, ok := r.Stat(rw.metric, im.ID); ok {
 				fmt.Fprintf(&b, " %s |", cell(s, rw.counts))
 			} else {
 				b.WriteString(" — |")
 			}
 		}
 		for _, bs := range bases {
-			base, ok := r.stat(rw.metric, bs.ID)
+			base, ok := r.Stat(rw.metric, bs.ID)
 			var parts []string
-			if ok && !rw.counts && !rw.plain && base.med != 0 {
+			if ok && !rw.counts && !rw.plain && base.Med != 0 {
 				for _, o := range ours {
-					if x, ok := r.ratio(rw.metric, o.ID, bs.ID); ok {
+					if x, ok := ratioOf(r, rw.metric, o.ID, bs.ID); ok {
 						parts = append(parts, fmt.Sprintf("%s %s", o.ID, ratio(x)))
 					}
 				}
@@ -247,12 +215,12 @@ func table(r *Results) string {
 
 // v8Table is the extra table of PyTorch's default path (cuDNN backend API):
 // engine choices benchmarked in run 1, rebuilt from the file in run 2.
-func v8Table(r *Results) string {
-	r1, ok := r.stat("v8_run1_ms", "v8")
+func v8Table(r *results.Results) string {
+	r1, ok := r.Stat("v8_run1_ms", "v8")
 	if !ok {
 		return ""
 	}
-	r2, _ := r.stat("v8_run2_ms", "v8")
+	r2, _ := r.Stat("v8_run2_ms", "v8")
 	// The median of the per-repeat ratios (run 2 followed its run 1).
 	var q []float64
 	a, c := r.Samples["v8_run2_ms"]["v8"], r.Samples["v8_run1_ms"]["v8"]
@@ -261,10 +229,10 @@ func v8Table(r *Results) string {
 			q = append(q, a[i]/c[i])
 		}
 	}
-	rs, _ := statOf(q)
-	x := rs.med
+	rs, _ := results.StatOf(q)
+	x := rs.Med
 	var b strings.Builder
-	fmt.Fprintf(&b, "\nPyTorch's default path, cuDNN backend API (bench/gpu/v8_check on the stand-in cuDNN, %d ResNet-50 convolution problems, %d ms simulated benchmark per engine config), median of %d:\n\n", v8Shapes, v8EngineMs, r1.n)
+	fmt.Fprintf(&b, "\nPyTorch's default path, cuDNN backend API (bench/gpu/v8_check on the stand-in cuDNN, %d ResNet-50 convolution problems, %d ms simulated benchmark per engine config), median of %d:\n\n", v8Shapes, v8EngineMs, r1.N)
 	b.WriteString("| workload | ms choosing engines |\n|---|---:|\n")
 	fmt.Fprintf(&b, "| run 1 (cold): heuristics, build and time every config, store the fastest choice | %s |\n", cell(r1, false))
 	fmt.Fprintf(&b, "| run 2 (warm): rebuild every plan from the stored choice (verified) | %s |\n", cell(r2, false))
@@ -273,12 +241,12 @@ func v8Table(r *Results) string {
 }
 
 // targets checks the performance targets against this run.
-func targets(r *Results) string {
+func targets(r *results.Results) string {
 	var b strings.Builder
 	b.WriteString("Targets (medians from this run):\n\n")
 	med := func(metric, id string) (float64, bool) {
-		s, ok := r.stat(metric, id)
-		return s.med, ok
+		s, ok := r.Stat(metric, id)
+		return s.Med, ok
 	}
 	check := func(name string, ok, have bool, detail string) {
 		switch {
@@ -294,19 +262,19 @@ func targets(r *Results) string {
 	hit := fmt.Sprintf("hit1_ns/%d", n)
 	c1, haveC := med(hit, "c")
 	if a1, ok := med(hit, "a"); ok && haveC {
-		x, _ := r.ratio(hit, "a", "c")
+		x, _ := ratioOf(r, hit, "a", "c")
 		check("C ABI find hit ≤ 1.0× (c), 1 thread, 100k", x <= 1, true,
 			fmt.Sprintf("%s ns vs %s ns (medians) = %s", num(a1), num(c1), ratio(x)))
 	}
 	b1, haveB := med(hit, "b")
 	if haveB && haveC {
-		x, _ := r.ratio(hit, "b", "c")
+		x, _ := ratioOf(r, hit, "b", "c")
 		check("C++ drop-in find hit ≤ 0.5× (c), 1 thread, 100k", x <= 0.5, true,
 			fmt.Sprintf("%s ns vs %s ns (medians) = %s", num(b1), num(c1), ratio(x)))
 		thr := fmt.Sprintf("mops2/%d", n)
 		b2, _ := med(thr, "b")
 		c2, _ := med(thr, "c")
-		y, _ := r.ratio(thr, "b", "c")
+		y, _ := ratioOf(r, thr, "b", "c")
 		check("C++ drop-in 2-thread hit throughput ≥ 2× (c), 100k", y >= 2, true,
 			fmt.Sprintf("%s vs %s M finds/s (medians) = %s", num(b2), num(c2), ratio(y)))
 	} else {
@@ -323,14 +291,14 @@ func targets(r *Results) string {
 			fmt.Sprintf("%s ms vs (d) %s ms (%s), (e) %s ms (%s)", num(la), num(ld), ratio(la/ld), num(le), ratio(la/le)))
 	}
 	for _, id := range []string{"a", "b"} {
-		lost, ok := r.stat("wlost/4", id)
+		lost, ok := r.Stat("wlost/4", id)
 		if !ok {
 			continue
 		}
 		ta, _ := med("wtput/4", id)
 		te, _ := med("wtput/4", "e")
-		check(fmt.Sprintf("(%s) 4 writer processes: zero lost, throughput ≥ (e)", id), lost.max == 0 && ta >= te, true,
-			fmt.Sprintf("lost %s (worst repeat), %s vs %s inserts/s = %s", num(lost.max), num(ta), num(te), ratio(ta/te)))
+		check(fmt.Sprintf("(%s) 4 writer processes: zero lost, throughput ≥ (e)", id), lost.Max == 0 && ta >= te, true,
+			fmt.Sprintf("lost %s (worst repeat), %s vs %s inserts/s = %s", num(lost.Max), num(ta), num(te), ratio(ta/te)))
 	}
 	for _, sz := range []int{100000, 1000000} {
 		for _, id := range []string{"a", "b"} {
@@ -340,7 +308,7 @@ func targets(r *Results) string {
 			}
 			fd, _ := med(fmt.Sprintf("file_bpe/%d", sz), "d")
 			fe, _ := med(fmt.Sprintf("file_bpe/%d", sz), "e")
-			check(fmt.Sprintf("(%s) file after compaction, %s: smaller than (d) and (e), ≤ 60%% of raw", id, sizeName(sz)),
+			check(fmt.Sprintf("(%s) file after compaction, %s: smaller than (d) and (e), ≤ 60%% of raw", id, results.SizeName(sz)),
 				fa < fd && fa < fe && fa <= 0.6*rawEntry, true,
 				fmt.Sprintf("%s bytes/entry = %.0f%% of raw %d; (d) %s, (e) %s", num(fa), 100*fa/rawEntry, rawEntry, num(fd), num(fe)))
 		}

@@ -1,4 +1,4 @@
-module github.com/convcache/convcache/bench/plot
+module github.com/convcache/convcache/bench
 
 go 1.26.8
 
