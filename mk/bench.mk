@@ -72,3 +72,4 @@ BENCH_TARGETS += bench-table
 .PHONY: bench-publish
 bench-publish:
 	python3 bench/publish.py $(BENCH_DIR)
+TEST_TARGETS += bench-test
