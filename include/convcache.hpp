@@ -125,50 +125,30 @@ private:
     int code_;
 };
 
-/* Misuse: arguments the library rejected. */
+/* The groups: misuse (arguments the library rejected), and the cache file
+ * and its lock. */
 class usage_error : public error { public: using error::error; };
-class invalid_error : public usage_error { public: using usage_error::usage_error; };   /* E_INVALID */
-class handle_error : public usage_error { public: using usage_error::usage_error; };    /* E_HANDLE */
-class size_error : public usage_error { public: using usage_error::usage_error; };      /* E_SIZE */
-class range_error : public usage_error { public: using usage_error::usage_error; };     /* E_RANGE */
-
-/* The cache file and its lock. */
 class file_error : public error { public: using error::error; };
-class io_error : public file_error { public: using file_error::file_error; };           /* E_IO */
-class access_error : public file_error { public: using file_error::file_error; };       /* E_ACCESS */
-class no_space_error : public file_error { public: using file_error::file_error; };     /* E_NOSPC */
-class format_error : public file_error { public: using file_error::file_error; };      /* E_FORMAT */
-class corrupt_error : public file_error { public: using file_error::file_error; };     /* E_CORRUPT */
-class lock_error : public file_error { public: using file_error::file_error; };        /* E_LOCK */
-class read_only_error : public file_error { public: using file_error::file_error; };   /* E_READONLY */
 
-class forked_error : public error { public: using error::error; };       /* E_FORKED */
-class miss_error : public error { public: using error::error; };         /* E_MISS (strict mode) */
-class unavailable_error : public error { public: using error::error; };  /* E_UNAVAILABLE */
-class builder_error : public error { public: using error::error; };      /* E_BUILDER, codes <= E_USER */
-class internal_error : public error { public: using error::error; };     /* E_INTERNAL, unknown codes */
+/* One class per CONVCACHE_E_* code, named and grouped in convcache.h's
+ * CONVCACHE_ERROR_LIST (CONVCACHE_E_LOCK: lock_error, a file_error).
+ * builder_error also stands for a builder's own codes (<= CONVCACHE_E_USER),
+ * internal_error for codes this header does not know. */
+#define CONVCACHE_HPP_CLASS_(name, message, cxx_class, cxx_group) \
+    class cxx_class : public cxx_group { public: using cxx_group::cxx_group; };
+CONVCACHE_ERROR_LIST(CONVCACHE_HPP_CLASS_)
+#undef CONVCACHE_HPP_CLASS_
 
 inline void error::raise(const char *origin, int code) {
+#define CONVCACHE_HPP_RAISE_(name, message, cxx_class, cxx_group) \
+    case CONVCACHE_E_##name: throw cxx_class(origin, code);
     switch (code) {
-    case CONVCACHE_E_INVALID: throw invalid_error(origin, code);
-    case CONVCACHE_E_HANDLE: throw handle_error(origin, code);
-    case CONVCACHE_E_SIZE: throw size_error(origin, code);
-    case CONVCACHE_E_RANGE: throw range_error(origin, code);
-    case CONVCACHE_E_IO: throw io_error(origin, code);
-    case CONVCACHE_E_ACCESS: throw access_error(origin, code);
-    case CONVCACHE_E_NOSPC: throw no_space_error(origin, code);
-    case CONVCACHE_E_FORMAT: throw format_error(origin, code);
-    case CONVCACHE_E_CORRUPT: throw corrupt_error(origin, code);
-    case CONVCACHE_E_LOCK: throw lock_error(origin, code);
-    case CONVCACHE_E_READONLY: throw read_only_error(origin, code);
-    case CONVCACHE_E_FORKED: throw forked_error(origin, code);
-    case CONVCACHE_E_MISS: throw miss_error(origin, code);
-    case CONVCACHE_E_UNAVAILABLE: throw unavailable_error(origin, code);
-    case CONVCACHE_E_BUILDER: throw builder_error(origin, code);
+    CONVCACHE_ERROR_LIST(CONVCACHE_HPP_RAISE_)
     default:
         if (code <= CONVCACHE_E_USER) throw builder_error(origin, code);
         throw internal_error(origin, code);
     }
+#undef CONVCACHE_HPP_RAISE_
 }
 
 /* True for insert results that mean the value was kept (in the file, or in
