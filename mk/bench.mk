@@ -9,7 +9,8 @@
 
 BENCH_DIR   := $(BUILD)/bench
 BENCH_FLAGS ?=
-BENCH_HDRS  := bench/common.hpp bench/workloads.hpp bench/torch_map.hpp bench/convcache_prep.hpp
+BENCH_HDRS  := bench/common.hpp bench/workloads.hpp bench/torch_map.hpp bench/convcache_prep.hpp \
+               examples/pytorch/convolution_params.hpp
 BENCH_GO    := $(wildcard bench/runner/*.go bench/plot/*.go)
 
 # (b) needs the C++ drop-in header; it joins the run once the header exists.

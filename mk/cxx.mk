@@ -9,7 +9,9 @@
 CXX_DIR := $(BUILD)/cxx
 EX_DIR  := $(BUILD)/examples
 
-CXX_TEST_HDRS := $(BUILD)/include/.stamp tests/cpp/check.hpp tests/tmpdir.h
+# PyTorch's key and value types, shared by the tests, the examples and bench/.
+TORCH_TYPES   := examples/pytorch/convolution_params.hpp
+CXX_TEST_HDRS := $(BUILD)/include/.stamp tests/cpp/check.hpp tests/tmpdir.h $(TORCH_TYPES)
 # Run tests and examples without the caller's CONVCACHE_* settings.
 CXX_CLEAN_ENV := env -u CONVCACHE_PATH -u CONVCACHE_SCOPE -u CONVCACHE_MODE -u CONVCACHE_DISABLE \
   -u CONVCACHE_LIBRARY -u CONVCACHE_REMOTE -u CONVCACHE_SYSTEM_PATH -u CONVCACHE_TAG
@@ -42,7 +44,7 @@ $(CXX_DIR)/test_hpp_dynamic: tests/cpp/test_hpp_dynamic.cpp $(CXX_TEST_HDRS)
 	$(CXX) $(CXXFLAGS) -I$(BUILD)/include -o $@ $< $(DYN_LIBS)
 	$(no_libconvcache)
 
-$(EX_DIR)/pytorch_conv: examples/pytorch/conv_cache.cpp $(BUILD)/include/.stamp $(LIB)
+$(EX_DIR)/pytorch_conv: examples/pytorch/conv_cache.cpp $(TORCH_TYPES) $(BUILD)/include/.stamp $(LIB)
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) -o $@ $< $(LINK_CC)
 
@@ -56,7 +58,7 @@ $(EX_DIR)/c_dynamic: examples/c_dynamic/main.c $(BUILD)/include/.stamp
 	$(no_libconvcache)
 
 $(EX_DIR)/demo: examples/demo/demo.cpp examples/demo/kernels.hpp examples/demo/networks.hpp \
-                examples/demo/cudnn_find.hpp $(BUILD)/include/.stamp $(LIB)
+                examples/demo/cudnn_find.hpp $(TORCH_TYPES) $(BUILD)/include/.stamp $(LIB)
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) -o $@ $< $(LINK_CC) -ldl
 
