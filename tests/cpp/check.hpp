@@ -55,6 +55,8 @@ inline std::string path(const char *name) { return tmpdir() + "/" + name; }
 using Params = ::ConvolutionParams;
 using Perf = ::AlgoPerf<0>;
 
+inline bool same(const Perf &a, const Perf &b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
 inline Params make_params(uint32_t i, int device = 0) {
     Params p;
     std::memset(&p, 0, sizeof p); // as PyTorch: padding bytes are 0
