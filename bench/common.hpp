@@ -20,51 +20,14 @@
 #include <string>
 #include <vector>
 
+#include "../examples/pytorch/convolution_params.hpp"
+
 namespace bench {
 
-// ConvolutionParams as laid out by PyTorch on x86-64 (ConvShared.h).
-struct Key {
-    int16_t device_id;
-    int16_t pad0;
-    int32_t data_type;      // cudnnDataType_t
-    int32_t input_size[5];
-    uint8_t input_dim;
-    int8_t memory_format;   // 0 contiguous, 2 channels last, 3 channels last 3d
-    uint8_t pad1[2];
-    int32_t weight_size[5];
-    int32_t padding[3];
-    int32_t stride[3];
-    int32_t dilation[3];
-    int64_t groups;
-    bool deterministic;
-    bool allow_tf32;
-    uint8_t pad3[6];
-};
-static_assert(sizeof(Key) == 104, "ConvolutionParams is 104 bytes");
-static_assert(offsetof(Key, input_dim) == 28, "input_dim at 28");
-static_assert(offsetof(Key, weight_size) == 32, "weight_size at 32");
-static_assert(offsetof(Key, padding) == 52, "padding at 52");
-static_assert(offsetof(Key, stride) == 64, "stride at 64");
-static_assert(offsetof(Key, dilation) == 76, "dilation at 76");
-static_assert(offsetof(Key, groups) == 88, "groups at 88");
-static_assert(offsetof(Key, deterministic) == 96, "deterministic at 96");
-
-// cudnnConvolutionFwdAlgoPerf_t (cuDNN 9).
-struct Value {
-    int32_t algo;
-    int32_t status;
-    float time;
-    int32_t pad0;
-    uint64_t memory;
-    int32_t determinism;
-    int32_t math_type;
-    int32_t reserved[3];
-    int32_t pad1;
-};
-static_assert(sizeof(Value) == 48, "cudnnConvolutionFwdAlgoPerf_t is 48 bytes");
-static_assert(offsetof(Value, memory) == 16, "memory at 16");
-static_assert(offsetof(Value, determinism) == 24, "determinism at 24");
-static_assert(offsetof(Value, reserved) == 32, "reserved at 32");
+// The key is PyTorch's ConvolutionParams, the value the layout of
+// cudnnConvolutionFwdAlgoPerf_t (examples/pytorch/convolution_params.hpp).
+using Key = ::ConvolutionParams;
+using Value = ::AlgoPerf<0>;
 
 // One convolution layer: channels in/out, kernel, stride, padding, dilation,
 // groups and the input resolution it sees at the network's nominal input size.
@@ -174,7 +137,7 @@ inline Key make_key(uint64_t i) {
     int hw = (l.hw + 1) / 2 + scale * (l.hw >= 16 ? l.hw / 16 : 1);
     static const int32_t kTypeIds[] = {0, 2, 9};  // FLOAT, HALF, BFLOAT16
     k.device_id = int16_t(device);
-    k.data_type = kTypeIds[type];
+    k.dataType = cudnnDataType_t(kTypeIds[type]);
     int d = 0;
     k.input_size[d++] = batch;
     k.input_size[d++] = l.cin;
@@ -182,7 +145,8 @@ inline Key make_key(uint64_t i) {
     k.input_size[d++] = hw;
     k.input_size[d++] = hw;
     k.input_dim = uint8_t(d);
-    k.memory_format = int8_t(format == 0 ? 0 : (l.dims == 3 ? 3 : 2));
+    k.memory_format = format == 0 ? MemoryFormat::Contiguous
+                                : (l.dims == 3 ? MemoryFormat::ChannelsLast3d : MemoryFormat::ChannelsLast);
     int w = 0;
     k.weight_size[w++] = l.cout;
     k.weight_size[w++] = l.cin / l.groups;
@@ -210,7 +174,7 @@ inline Value make_value(uint64_t i) {
     v.time = 0.005f + float((h >> 8) % 100000) / 1000.0f;
     v.memory = ((h >> 32) % 4 == 0) ? 0 : ((h >> 34) % 256) << 20;
     v.determinism = int32_t((h >> 44) & 1);
-    v.math_type = int32_t((h >> 45) % 3);
+    v.mathType = int32_t((h >> 45) % 3);
     return v;
 }
 

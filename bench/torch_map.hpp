@@ -14,27 +14,7 @@
 
 namespace bench {
 
-template <typename Params>
-struct ParamsHash {
-    size_t operator()(const Params &params) const {
-        auto ptr = reinterpret_cast<const uint8_t *>(&params);
-        uint32_t value = 0x811C9DC5;
-        for (size_t i = 0; i < sizeof(Params); ++i) {
-            value ^= ptr[i];
-            value *= 0x01000193;
-        }
-        return (size_t)value;
-    }
-};
-
-template <typename Params>
-struct ParamsEqual {
-    bool operator()(const Params &a, const Params &b) const {
-        auto ptr1 = reinterpret_cast<const uint8_t *>(&a);
-        auto ptr2 = reinterpret_cast<const uint8_t *>(&b);
-        return std::memcmp(ptr1, ptr2, sizeof(Params)) == 0;
-    }
-};
+// ParamsHash and ParamsEqual: PyTorch's, in examples/pytorch/convolution_params.hpp.
 
 template <typename T>
 struct BenchmarkCache {

@@ -102,30 +102,17 @@ static size_t cc_whole_fields(size_t n, const size_t *ends, size_t count) {
 
 const char *convcache_last_error(void) { return cc_errbuf; }
 
+/* The names come from convcache.h's lists, as convcache_dynamic.h's do. */
 const char *convcache_strerror(int code) {
+#define CC_STATUS_CASE(name, message) case CONVCACHE_##name: return message;
+#define CC_ERROR_CASE(name, message, cxx_class, cxx_group) case CONVCACHE_E_##name: return message;
     switch (code) {
-    case CONVCACHE_OK: return "success";
-    case CONVCACHE_HIT: return "hit";
-    case CONVCACHE_PENDING: return "kept in memory; not yet written (lock busy)";
-    case CONVCACHE_E_INVALID: return "invalid argument";
-    case CONVCACHE_E_HANDLE: return "not an open handle";
-    case CONVCACHE_E_SIZE: return "key, value or scope size out of range";
-    case CONVCACHE_E_RANGE: return "value buffer too small";
-    case CONVCACHE_E_IO: return "I/O error";
-    case CONVCACHE_E_ACCESS: return "permission denied";
-    case CONVCACHE_E_NOSPC: return "no space left on device";
-    case CONVCACHE_E_FORMAT: return "not a convcache file, or a newer format";
-    case CONVCACHE_E_CORRUPT: return "cache file header is damaged";
-    case CONVCACHE_E_LOCK: return "timed out waiting for the cache lock";
-    case CONVCACHE_E_READONLY: return "cache is read-only";
-    case CONVCACHE_E_FORKED: return "called in a forked child";
-    case CONVCACHE_E_MISS: return "miss in strict mode";
-    case CONVCACHE_E_UNAVAILABLE: return "not available";
-    case CONVCACHE_E_BUILDER: return "builder failed";
-    case CONVCACHE_E_INTERNAL: return "internal error";
+    CONVCACHE_STATUS_LIST(CC_STATUS_CASE)
+    CONVCACHE_ERROR_LIST(CC_ERROR_CASE)
     }
-    if (code <= CONVCACHE_E_USER) return "builder error";
-    return "unknown code";
+#undef CC_STATUS_CASE
+#undef CC_ERROR_CASE
+    return code <= CONVCACHE_E_USER ? CONVCACHE_STRERROR_USER : CONVCACHE_STRERROR_UNKNOWN;
 }
 
 const char *convcache_version(void) { return CONVCACHE_VERSION_STRING; }

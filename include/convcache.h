@@ -89,6 +89,44 @@ extern "C" {
  * are passed through to the caller unchanged. */
 #define CONVCACHE_E_USER        (-1000)
 
+/* The codes above, each once, as X-macro lists for code that must handle
+ * every one: convcache_strerror, convcache_dynamic.h's fallback and
+ * convcache.hpp's exception classes expand them, and capi/codes_test.go
+ * checks the library's Go side against them. A new code gets its #define
+ * above and its row here.
+ *
+ *   CONVCACHE_STATUS_LIST(X): X(NAME, message) for CONVCACHE_NAME (>= 0).
+ *   CONVCACHE_ERROR_LIST(X):  X(NAME, message, cxx_class, cxx_group) for
+ *     CONVCACHE_E_NAME: message is convcache_strerror's; convcache.hpp
+ *     throws convcache::cxx_class, derived from convcache::cxx_group. */
+#define CONVCACHE_STATUS_LIST(X)                                          \
+    X(OK, "success")                                                      \
+    X(HIT, "hit")                                                         \
+    X(PENDING, "kept in memory; not yet written (lock busy)")
+
+#define CONVCACHE_ERROR_LIST(X)                                                                    \
+    X(INVALID, "invalid argument", invalid_error, usage_error)                                     \
+    X(HANDLE, "not an open handle", handle_error, usage_error)                                     \
+    X(SIZE, "key, value or scope size out of range", size_error, usage_error)                      \
+    X(RANGE, "value buffer too small", range_error, usage_error)                                   \
+    X(IO, "I/O error", io_error, file_error)                                                       \
+    X(ACCESS, "permission denied", access_error, file_error)                                       \
+    X(NOSPC, "no space left on device", no_space_error, file_error)                                \
+    X(FORMAT, "not a convcache file, or a newer format", format_error, file_error)                 \
+    X(CORRUPT, "cache file header is damaged", corrupt_error, file_error)                          \
+    X(LOCK, "timed out waiting for the cache lock", lock_error, file_error)                        \
+    X(READONLY, "cache is read-only", read_only_error, file_error)                                 \
+    X(FORKED, "called in a forked child", forked_error, error)                                     \
+    X(MISS, "miss in strict mode", miss_error, error)                                              \
+    X(UNAVAILABLE, "not available", unavailable_error, error)                                      \
+    X(BUILDER, "builder failed", builder_error, error)                                             \
+    X(INTERNAL, "internal error", internal_error, error)
+
+/* convcache_strerror's names for codes in no list: a builder's own code
+ * (<= CONVCACHE_E_USER), and any other. */
+#define CONVCACHE_STRERROR_USER    "builder error"
+#define CONVCACHE_STRERROR_UNKNOWN "unknown code"
+
 /* ---- Modes -------------------------------------------------------------- */
 
 #define CONVCACHE_MODE_DEFAULT 0 /* $CONVCACHE_MODE, else read-write */

@@ -45,7 +45,7 @@
  *     positive code, or a length above value_cap). No single-flight.
  *   - convcache_stats and convcache_cudnn_scope return
  *     CONVCACHE_E_UNAVAILABLE (they report on the library itself).
- *   - convcache_strerror works (a copy of the names is kept here).
+ *   - convcache_strerror works (the names come from convcache.h's lists).
  *   - convcache_last_error returns why the library was not loaded.
  *   - convcache_version returns "0.0.0" and convcache_version_number 0.
  *   - convcache_options_init works (it needs no library).
@@ -328,30 +328,18 @@ CONVCACHE_DYN_FN int convcache_cudnn_scope(int device, char *buf, size_t cap) {
     return CONVCACHE_E_UNAVAILABLE;
 }
 
+/* Without the library, the names of convcache.h's lists, as it has them. */
 CONVCACHE_DYN_FN const char *convcache_strerror(int code) {
     if (convcache_dyn_ready_()) return convcache_dyn_api_.strerror_(code);
+#define CONVCACHE_DYN_STATUS_(name, message) case CONVCACHE_##name: return message;
+#define CONVCACHE_DYN_ERROR_(name, message, cxx_class, cxx_group) case CONVCACHE_E_##name: return message;
     switch (code) {
-    case CONVCACHE_OK: return "success";
-    case CONVCACHE_HIT: return "hit";
-    case CONVCACHE_PENDING: return "kept in memory; not yet written (lock busy)";
-    case CONVCACHE_E_INVALID: return "invalid argument";
-    case CONVCACHE_E_HANDLE: return "not an open handle";
-    case CONVCACHE_E_SIZE: return "key, value or scope size out of range";
-    case CONVCACHE_E_RANGE: return "value buffer too small";
-    case CONVCACHE_E_IO: return "I/O error";
-    case CONVCACHE_E_ACCESS: return "permission denied";
-    case CONVCACHE_E_NOSPC: return "no space left on device";
-    case CONVCACHE_E_FORMAT: return "not a convcache file, or a newer format";
-    case CONVCACHE_E_CORRUPT: return "cache file header is damaged";
-    case CONVCACHE_E_LOCK: return "timed out waiting for the cache lock";
-    case CONVCACHE_E_READONLY: return "cache is read-only";
-    case CONVCACHE_E_FORKED: return "called in a forked child";
-    case CONVCACHE_E_MISS: return "miss in strict mode";
-    case CONVCACHE_E_UNAVAILABLE: return "not available";
-    case CONVCACHE_E_BUILDER: return "builder failed";
-    case CONVCACHE_E_INTERNAL: return "internal error";
+    CONVCACHE_STATUS_LIST(CONVCACHE_DYN_STATUS_)
+    CONVCACHE_ERROR_LIST(CONVCACHE_DYN_ERROR_)
     }
-    return code <= CONVCACHE_E_USER ? "builder error" : "unknown code";
+#undef CONVCACHE_DYN_STATUS_
+#undef CONVCACHE_DYN_ERROR_
+    return code <= CONVCACHE_E_USER ? CONVCACHE_STRERROR_USER : CONVCACHE_STRERROR_UNKNOWN;
 }
 
 CONVCACHE_DYN_FN const char *convcache_last_error(void) {

@@ -10,7 +10,8 @@
 
 BENCH_DIR   := $(BUILD)/bench
 BENCH_FLAGS ?=
-BENCH_HDRS  := bench/common.hpp bench/workloads.hpp bench/torch_map.hpp bench/convcache_prep.hpp
+BENCH_HDRS  := bench/common.hpp bench/workloads.hpp bench/torch_map.hpp bench/convcache_prep.hpp \
+               examples/pytorch/convolution_params.hpp
 
 # (b) needs the C++ drop-in header; it joins the run once the header exists.
 BENCH_WORKERS := cabi stdmap naive sqlite

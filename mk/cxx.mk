@@ -1,4 +1,4 @@
-# The C++ drop-in (include/convcache.hpp), the run-time loader
+# The C++ interface (include/convcache.hpp and the headers it includes), the run-time loader
 # (include/convcache_dynamic.h), the examples, the demo and the installed
 # package (CMake config and pkg-config).
 #
@@ -9,17 +9,19 @@
 CXX_DIR := $(BUILD)/cxx
 EX_DIR  := $(BUILD)/examples
 
-CXX_TEST_HDRS := $(BUILD)/include/.stamp tests/cpp/check.hpp tests/tmpdir.h
+# PyTorch's key and value types, shared by the tests, the examples and bench/.
+TORCH_TYPES   := examples/pytorch/convolution_params.hpp
+CXX_TEST_HDRS := $(BUILD)/include/.stamp tests/cpp/check.hpp tests/tmpdir.h $(TORCH_TYPES)
 # Run tests and examples without the caller's CONVCACHE_* settings.
 CXX_CLEAN_ENV := env -u CONVCACHE_PATH -u CONVCACHE_SCOPE -u CONVCACHE_MODE -u CONVCACHE_DISABLE \
   -u CONVCACHE_LIBRARY -u CONVCACHE_REMOTE -u CONVCACHE_SYSTEM_PATH -u CONVCACHE_TAG
 # No -lconvcache: the dynamic header loads it. -ldl -lpthread for glibc < 2.34.
 DYN_LIBS := -ldl -lpthread
 
-CXX_TEST_BINS := $(CXX_DIR)/test_hpp $(CXX_DIR)/test_dynamic $(CXX_DIR)/test_hpp_dynamic
+CXX_TEST_BINS := $(CXX_DIR)/test_hpp $(CXX_DIR)/test_benchmark $(CXX_DIR)/test_dynamic $(CXX_DIR)/test_hpp_dynamic
 EXAMPLE_BINS  := $(EX_DIR)/pytorch_conv $(EX_DIR)/openvino_executor $(EX_DIR)/c_dynamic $(EX_DIR)/demo
 
-$(CXX_DIR)/test_hpp: tests/cpp/test_hpp.cpp $(CXX_TEST_HDRS) $(LIB)
+$(CXX_DIR)/test_hpp $(CXX_DIR)/test_benchmark: $(CXX_DIR)/%: tests/cpp/%.cpp $(CXX_TEST_HDRS) $(LIB)
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) -o $@ $< $(LINK_CC)
 
@@ -42,7 +44,7 @@ $(CXX_DIR)/test_hpp_dynamic: tests/cpp/test_hpp_dynamic.cpp $(CXX_TEST_HDRS)
 	$(CXX) $(CXXFLAGS) -I$(BUILD)/include -o $@ $< $(DYN_LIBS)
 	$(no_libconvcache)
 
-$(EX_DIR)/pytorch_conv: examples/pytorch/conv_cache.cpp $(BUILD)/include/.stamp $(LIB)
+$(EX_DIR)/pytorch_conv: examples/pytorch/conv_cache.cpp $(TORCH_TYPES) $(BUILD)/include/.stamp $(LIB)
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) -o $@ $< $(LINK_CC)
 
@@ -56,7 +58,7 @@ $(EX_DIR)/c_dynamic: examples/c_dynamic/main.c $(BUILD)/include/.stamp
 	$(no_libconvcache)
 
 $(EX_DIR)/demo: examples/demo/demo.cpp examples/demo/kernels.hpp examples/demo/networks.hpp \
-                examples/demo/cudnn_find.hpp $(BUILD)/include/.stamp $(LIB)
+                examples/demo/cudnn_find.hpp $(TORCH_TYPES) $(BUILD)/include/.stamp $(LIB)
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) -o $@ $< $(LINK_CC) -ldl
 
@@ -70,6 +72,7 @@ MK_TMPDIR = tmp=$$(mktemp -d -t convcache-mk.XXXXXX); trap 'rm -rf "$$tmp"' EXIT
 cxx-test: $(CXX_TEST_BINS) $(LIB)
 	@set -e; $(MK_TMPDIR); export TMPDIR=$$tmp; e="$(CXX_CLEAN_ENV)"; \
 	echo "== test_hpp"; $$e TMPDIR=$$tmp $(CXX_DIR)/test_hpp; \
+	echo "== test_benchmark"; $$e TMPDIR=$$tmp $(CXX_DIR)/test_benchmark; \
 	echo "== test_dynamic (library present by CONVCACHE_LIBRARY, by LD_LIBRARY_PATH; missing; missing and disabled; not convcache)"; \
 	$$e CONVCACHE_LIBRARY=$(ABS_BUILD)/libconvcache.so.1 $(CXX_DIR)/test_dynamic present; \
 	$$e LD_LIBRARY_PATH=$(ABS_BUILD) $(CXX_DIR)/test_dynamic present; \
@@ -160,7 +163,7 @@ cmake-test: $(LIB)
 	{ cmake -S . -B $$tmp/build -DCMAKE_BUILD_TYPE=Release && cmake --build $$tmp/build -j2; } \
 	  > $$tmp/build.log 2>&1 || { cat $$tmp/build.log >&2; exit 1; }; \
 	(cd $$tmp/build && $(CXX_CLEAN_ENV) ctest --output-on-failure \
-	  -R '^(exports|test_api|test_hpp|test_dynamic_present|test_dynamic_absent)$$' > $$tmp/ctest.log 2>&1) \
+	  -R '^(exports|test_api|test_hpp|test_benchmark|test_dynamic_present|test_dynamic_absent)$$' > $$tmp/ctest.log 2>&1) \
 	  || { cat $$tmp/ctest.log >&2; exit 1; }; \
 	grep "tests passed" $$tmp/ctest.log; \
 	cmake --install $$tmp/build --prefix $$tmp/prefix > /dev/null; \

@@ -100,11 +100,13 @@ v8-real-headers: $(NVIDIA_STAMP)
 # ---- the drop-in and the example ---------------------------------------------
 
 $(EX_DIR)/pytorch_conv_v8: examples/pytorch/conv_v8.cpp include/convcache_v8.hpp bench/gpu/conv_graph.h \
+  examples/pytorch/convolution_params.hpp \
   $(ENGINE_A) $(LIB) $(STANDINS) $(BUILD)/include/.stamp
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) $(V8_INC) -o $@ $< $(ENGINE_A) $(V8_STANDIN_LINK) $(LINK_CC)
 
 $(V8_DIR)/test_v8: tests/v8/test_v8.cpp include/convcache_v8.hpp bench/gpu/conv_graph.h tests/cpp/check.hpp \
+  examples/pytorch/convolution_params.hpp \
   $(ENGINE_A) $(LIB) $(STANDINS) $(BUILD)/include/.stamp
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) $(V8_INC) -o $@ $< $(ENGINE_A) $(V8_STANDIN_LINK) $(LINK_CC)

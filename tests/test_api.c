@@ -14,6 +14,25 @@ static void test_versions(void) {
     }
     CHECK(strcmp(convcache_strerror(-999), "unknown code") == 0);
     CHECK(strcmp(convcache_strerror(CONVCACHE_E_USER - 5), "builder error") == 0);
+
+    /* The library names each code of the header's lists as they do, and no
+     * two alike. */
+    static const struct {
+        int code;
+        const char *message;
+    } listed[] = {
+#define ROW_STATUS(name, message) {CONVCACHE_##name, message},
+#define ROW_ERROR(name, message, cxx_class, cxx_group) {CONVCACHE_E_##name, message},
+        CONVCACHE_STATUS_LIST(ROW_STATUS) CONVCACHE_ERROR_LIST(ROW_ERROR)
+#undef ROW_STATUS
+#undef ROW_ERROR
+    };
+    size_t n = sizeof listed / sizeof listed[0];
+    for (size_t i = 0; i < n; i++) {
+        CHECK(strcmp(convcache_strerror(listed[i].code), listed[i].message) == 0);
+        for (size_t j = 0; j < i; j++)
+            CHECK(listed[i].code != listed[j].code && strcmp(listed[i].message, listed[j].message) != 0);
+    }
 }
 
 static void test_roundtrip(void) {

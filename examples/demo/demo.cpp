@@ -47,6 +47,7 @@
 
 #include <time.h>
 
+#include "../pytorch/convolution_params.hpp"
 #include "cudnn_find.hpp"
 #include "kernels.hpp"
 #include "networks.hpp"
@@ -55,22 +56,8 @@ using namespace demo;
 
 // ---- the key and the value ---------------------------------------------
 
-// PyTorch's ConvolutionParams (ConvShared.h): 104 bytes, zeroed before use.
-struct ConvolutionParams {
-    int16_t device_id;
-    int32_t dataType;
-    int32_t input_size[5];
-    uint8_t input_dim;
-    int8_t memory_format;
-    int32_t weight_size[5];
-    int32_t padding[3];
-    int32_t stride[3];
-    int32_t dilation[3];
-    int64_t groups;
-    bool deterministic;
-    bool allow_tf32;
-};
-static_assert(sizeof(ConvolutionParams) == 104, "ConvolutionParams is 104 bytes");
+// The key is PyTorch's ConvolutionParams (ConvShared.h; ../pytorch/
+// convolution_params.hpp): 104 bytes, zeroed before use.
 
 // The result of a benchmark, 48 bytes like cudnnConvolutionFwdAlgoPerf_t.
 struct AlgoChoice {
@@ -88,7 +75,7 @@ static ConvolutionParams make_params(const ConvShape &s) {
     ConvolutionParams p;
     std::memset(&p, 0, sizeof p); // as PyTorch does: padding bytes are part of the key
     p.device_id = 0;
-    p.dataType = 0; // float
+    p.dataType = static_cast<cudnnDataType_t>(0); // CUDNN_DATA_FLOAT
     p.input_dim = 4;
     const int32_t in[4] = {s.n, s.c, s.h, s.w}, wt[4] = {s.k, s.c, s.r, s.r};
     for (int i = 0; i < 4; i++) p.input_size[i] = in[i], p.weight_size[i] = wt[i];

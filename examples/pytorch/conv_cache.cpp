@@ -55,77 +55,10 @@
 
 // ---- PyTorch's types (ConvShared.h, cudnn_cnn.h), layout for layout ----
 
-// make real-cudnn-check compiles this file with CONVCACHE_REAL_CUDNN against
-// NVIDIA's cudnn.h, as PyTorch is: its types replace the stand-ins below.
-#ifdef CONVCACHE_REAL_CUDNN
-#include <cudnn.h>
-#else
-typedef int cudnnDataType_t; // CUDNN_DATA_FLOAT = 0, HALF = 2, BFLOAT16 = 9
-#endif
-enum class MemoryFormat : int8_t { Contiguous, Preserve, ChannelsLast, ChannelsLast3d };
-constexpr int max_dim = 3;
-
-struct ConvolutionParams {
-    int16_t device_id; // c10::DeviceIndex
-    cudnnDataType_t dataType;
-    int input_size[2 + max_dim];
-    uint8_t input_dim;
-    MemoryFormat memory_format;
-    int weight_size[2 + max_dim];
-    int padding[max_dim];
-    int stride[max_dim];
-    int dilation[max_dim];
-    int64_t groups;
-    bool deterministic;
-    bool allow_tf32;
-    // NB: transposed purposely omitted: transposed just swaps forward and
-    // backward, so the same cache serves both.
-};
-static_assert(sizeof(ConvolutionParams) == 104, "ConvolutionParams: 104 bytes on x86-64");
-static_assert(offsetof(ConvolutionParams, dataType) == 4, "layout");
-static_assert(offsetof(ConvolutionParams, input_size) == 8, "layout");
-static_assert(offsetof(ConvolutionParams, input_dim) == 28, "layout");
-static_assert(offsetof(ConvolutionParams, memory_format) == 29, "layout");
-static_assert(offsetof(ConvolutionParams, weight_size) == 32, "layout");
-static_assert(offsetof(ConvolutionParams, padding) == 52, "layout");
-static_assert(offsetof(ConvolutionParams, stride) == 64, "layout");
-static_assert(offsetof(ConvolutionParams, dilation) == 76, "layout");
-static_assert(offsetof(ConvolutionParams, groups) == 88, "layout");
-static_assert(offsetof(ConvolutionParams, deterministic) == 96, "layout");
-static_assert(offsetof(ConvolutionParams, allow_tf32) == 97, "layout");
-
-// cudnnConvolution{Fwd,BwdData,BwdFilter}AlgoPerf_t: one layout, 48 bytes.
-template <int Kind>
-struct AlgoPerf {
-    int algo;        // cudnnConvolution*Algo_t
-    int status;      // cudnnStatus_t
-    float time;      // ms
-    size_t memory;   // workspace bytes
-    int determinism; // cudnnDeterminism_t
-    int mathType;    // cudnnMathType_t
-    int reserved[3];
-};
-static_assert(sizeof(AlgoPerf<0>) == 48, "cuDNN perf struct: 48 bytes");
-static_assert(offsetof(AlgoPerf<0>, memory) == 16, "layout");
-static_assert(offsetof(AlgoPerf<0>, reserved) == 32, "layout");
-#ifndef CONVCACHE_REAL_CUDNN
-using cudnnConvolutionFwdAlgoPerf_t = AlgoPerf<0>;
-using cudnnConvolutionBwdDataAlgoPerf_t = AlgoPerf<1>;
-using cudnnConvolutionBwdFilterAlgoPerf_t = AlgoPerf<2>;
-#else
-#define SAME_LAYOUT(T)                                                                            \
-    static_assert(sizeof(T) == sizeof(AlgoPerf<0>) && offsetof(T, algo) == offsetof(AlgoPerf<0>, algo) && \
-                      offsetof(T, status) == offsetof(AlgoPerf<0>, status) &&                     \
-                      offsetof(T, time) == offsetof(AlgoPerf<0>, time) &&                         \
-                      offsetof(T, memory) == offsetof(AlgoPerf<0>, memory) &&                     \
-                      offsetof(T, determinism) == offsetof(AlgoPerf<0>, determinism) &&           \
-                      offsetof(T, mathType) == offsetof(AlgoPerf<0>, mathType) &&                 \
-                      offsetof(T, reserved) == offsetof(AlgoPerf<0>, reserved),                   \
-                  #T " has AlgoPerf's layout")
-SAME_LAYOUT(cudnnConvolutionFwdAlgoPerf_t);
-SAME_LAYOUT(cudnnConvolutionBwdDataAlgoPerf_t);
-SAME_LAYOUT(cudnnConvolutionBwdFilterAlgoPerf_t);
-#endif
+// ConvolutionParams, MemoryFormat and the three 48-byte perf structs. make
+// real-cudnn-check compiles this file with CONVCACHE_REAL_CUDNN against
+// NVIDIA's cudnn.h, as PyTorch is: its types replace the stand-ins there.
+#include "convolution_params.hpp"
 
 // ---- the integration: the lines that change in Conv_v7.cpp ----
 

@@ -65,22 +65,8 @@
 
 // ---- PyTorch's types, layout for layout (ConvShared.h, Conv_v8.cpp) ----
 
-enum class MemoryFormat : int8_t { Contiguous, Preserve, ChannelsLast, ChannelsLast3d };
-constexpr int max_dim = 3;
-struct ConvolutionParams {
-    int16_t device_id;
-    cudnnDataType_t dataType;
-    int input_size[2 + max_dim];
-    uint8_t input_dim;
-    MemoryFormat memory_format;
-    int weight_size[2 + max_dim];
-    int padding[max_dim];
-    int stride[max_dim];
-    int dilation[max_dim];
-    int64_t groups;
-    bool deterministic;
-    bool allow_tf32;
-};
+#include "convolution_params.hpp" // ConvolutionParams
+
 struct CacheKey {
     ConvolutionParams params;
     cudnnBackendDescriptorType_t operation;
@@ -88,7 +74,6 @@ struct CacheKey {
     uint8_t w_alignment;
     uint8_t y_alignment;
 };
-static_assert(sizeof(ConvolutionParams) == 104, "ConvolutionParams: 104 bytes on x86-64");
 static_assert(sizeof(CacheKey) == 112, "CacheKey: 112 bytes on x86-64");
 static_assert(offsetof(CacheKey, operation) == 104 && offsetof(CacheKey, y_alignment) == 110, "layout");
 

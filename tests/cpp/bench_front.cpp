@@ -21,23 +21,7 @@ using namespace testutil;
 namespace cc = convcache;
 
 // ---- the baseline: PyTorch's BenchmarkCache (Conv_v7.cpp, ConvShared.h) ----
-
-struct ParamsHash {
-    size_t operator()(const Params &params) const {
-        auto ptr = reinterpret_cast<const uint8_t *>(&params);
-        uint32_t value = 0x811C9DC5;
-        for (size_t i = 0; i < sizeof(Params); ++i) {
-            value ^= ptr[i];
-            value *= 0x01000193;
-        }
-        return static_cast<size_t>(value);
-    }
-};
-struct ParamsEqual {
-    bool operator()(const Params &a, const Params &b) const {
-        return std::memcmp(&a, &b, sizeof(Params)) == 0;
-    }
-};
+// (ParamsHash and ParamsEqual: examples/pytorch/convolution_params.hpp.)
 
 static std::atomic<uint64_t> g_sink{0};
 static size_t g_counted = 0; // bytes the baseline's allocator handed out
@@ -63,7 +47,7 @@ struct Counting {
 
 struct Baseline {
     std::mutex mutex;
-    std::unordered_map<Params, Perf, ParamsHash, ParamsEqual, Counting<std::pair<const Params, Perf>>> map;
+    std::unordered_map<Params, Perf, ParamsHash<Params>, ParamsEqual<Params>, Counting<std::pair<const Params, Perf>>> map;
     bool find(const Params &params, Perf *results) {
         std::lock_guard<std::mutex> guard(mutex);
         auto it = map.find(params);

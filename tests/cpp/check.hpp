@@ -12,6 +12,7 @@
 
 #include <unistd.h>
 
+#include "../../examples/pytorch/convolution_params.hpp"
 #include "../tmpdir.h"
 
 #define CHECK(cond)                                                                   \
@@ -49,40 +50,18 @@ inline std::string tmpdir() { return test_tmpdir_named("convcache-cxx"); }
 
 inline std::string path(const char *name) { return tmpdir() + "/" + name; }
 
-// The 104-byte key layout of PyTorch's ConvolutionParams (ConvShared.h).
-struct Params {
-    int16_t device_id;
-    int32_t dataType;
-    int32_t input_size[5];
-    uint8_t input_dim;
-    int8_t memory_format;
-    int32_t weight_size[5];
-    int32_t padding[3];
-    int32_t stride[3];
-    int32_t dilation[3];
-    int64_t groups;
-    bool deterministic;
-    bool allow_tf32;
-};
-static_assert(sizeof(Params) == 104, "ConvolutionParams is 104 bytes");
+// PyTorch's key and value: the 104-byte ConvolutionParams and the 48-byte
+// cudnnConvolutionFwdAlgoPerf_t layout.
+using Params = ::ConvolutionParams;
+using Perf = ::AlgoPerf<0>;
 
-// The 48-byte layout of cudnnConvolutionFwdAlgoPerf_t.
-struct Perf {
-    int32_t algo;
-    int32_t status;
-    float time;
-    size_t memory;
-    int32_t determinism;
-    int32_t mathType;
-    int32_t reserved[3];
-};
-static_assert(sizeof(Perf) == 48, "cudnnConvolutionFwdAlgoPerf_t is 48 bytes");
+inline bool same(const Perf &a, const Perf &b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
 inline Params make_params(uint32_t i, int device = 0) {
     Params p;
     std::memset(&p, 0, sizeof p); // as PyTorch: padding bytes are 0
     p.device_id = static_cast<int16_t>(device);
-    p.dataType = 2;
+    p.dataType = static_cast<cudnnDataType_t>(2); // CUDNN_DATA_HALF
     p.input_size[0] = static_cast<int32_t>(1 + i % 64);
     p.input_size[1] = static_cast<int32_t>(3 + (i / 64) % 512);
     p.input_size[2] = static_cast<int32_t>(7 + (i / 32768) % 224);

@@ -10,8 +10,6 @@
 using namespace testutil;
 namespace cc = convcache;
 
-static bool same(const Perf &a, const Perf &b) { return std::memcmp(&a, &b, sizeof a) == 0; }
-
 int main(int argc, char **argv) {
     CHECK(argc == 2);
     bool present = std::strcmp(argv[1], "present") == 0;
