@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/convcache/convcache/cache"
-	"github.com/convcache/convcache/cudnn"
+	"github.com/convcache/convcache/internal/bytesize"
 	"github.com/convcache/convcache/internal/config"
 )
 
@@ -101,7 +101,7 @@ func parseAge(s string) (time.Duration, error) {
 }
 
 // bytesText writes n as "512 B", "1.5 KiB", "24.0 MiB".
-func bytesText(n int64) string { return cudnn.FormatBytes(uint64(max(n, 0))) }
+func bytesText(n int64) string { return bytesize.Format(uint64(max(n, 0))) }
 
 // ageText writes how long ago t was: "3s ago", "5m ago", "2h ago", "4d ago".
 func ageText(now, t time.Time) string {

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/convcache/convcache/cache"
+	"github.com/convcache/convcache/internal/bytesize"
 	"github.com/convcache/convcache/internal/safefile"
 	"github.com/convcache/convcache/internal/secenv"
 )
@@ -104,40 +105,12 @@ func Bytes(name string, lo, hi, def int64) int64 {
 	if v == "" {
 		return def
 	}
-	n, ok := ParseBytes(v)
+	n, ok := bytesize.Parse(v)
 	if !ok || n < lo || n > hi {
 		warn(name, v, fmt.Sprintf("expected a size from %d to %d bytes, such as 512M or 2G", lo, hi), strconv.FormatInt(def, 10))
 		return def
 	}
 	return n
-}
-
-// ParseBytes parses a byte count with an optional K, M, G or T suffix
-// (optionally followed by B or iB), in powers of 1024.
-func ParseBytes(v string) (int64, bool) {
-	s := strings.ToUpper(strings.TrimSpace(v))
-	s = strings.TrimSuffix(strings.TrimSuffix(s, "IB"), "B")
-	mult := int64(1)
-	if len(s) > 0 {
-		switch s[len(s)-1] {
-		case 'K':
-			mult = 1 << 10
-		case 'M':
-			mult = 1 << 20
-		case 'G':
-			mult = 1 << 30
-		case 'T':
-			mult = 1 << 40
-		}
-		if mult > 1 {
-			s = s[:len(s)-1]
-		}
-	}
-	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-	if err != nil || n < 0 || n > (1<<62)/mult {
-		return 0, false
-	}
-	return n * mult, true
 }
 
 // Duration parses a millisecond count within [lo, hi] ms; unset or empty
