@@ -19,18 +19,14 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/convcache/convcache/cache"
+	"github.com/convcache/convcache/internal/config"
 )
 
 // Defaults for the zero values of Options.
 const (
 	// DefaultTimeout bounds every call that waits for Redis (a lookup, a
-	// lock, a flush). A lookup in the same data centre takes well under a
-	// millisecond, and a new connection (TCP, TLS, AUTH) a few; 50 ms covers
-	// those with room for a busy server, yet is small beside what the local
-	// miss it serves costs anyway: a cuDNN benchmark of one convolution runs
-	// for tens of milliseconds to seconds. A dead server costs one such
-	// deadline, after which the tier is skipped until it answers again.
-	DefaultTimeout = 50 * time.Millisecond
+	// lock, a flush): 50 ms (config.DefaultRemoteTimeout says why).
+	DefaultTimeout = config.DefaultRemoteTimeout
 	// DefaultLockTTL is the life of a cluster build lock. The holder renews
 	// it every third of that while it builds, so a build may take longer;
 	// a holder that dies frees the key within DefaultLockTTL.
@@ -45,7 +41,7 @@ const (
 	DefaultMinBackoff = 100 * time.Millisecond
 	DefaultMaxBackoff = 5 * time.Second
 	// MaxTimeout is the largest Timeout accepted.
-	MaxTimeout = time.Minute
+	MaxTimeout = config.MaxRemoteTimeout
 )
 
 // Sizes of one pipelined write batch.
@@ -90,6 +86,13 @@ type Options struct {
 	// Authenticated). MinMACKeySize to MaxMACKeySize bytes; New copies it.
 	// Empty means no key.
 	MACKey []byte
+}
+
+// OptionsFor returns the Options of the tier that a resolved configuration
+// describes (config.Resolve): its URL, timeout, TTL, record key and
+// read-only mode; every other field is left to its default.
+func OptionsFor(s config.Remote) Options {
+	return Options{URL: s.URL, Timeout: s.Timeout, TTL: s.TTL, MACKey: s.MACKey, ReadOnly: s.ReadOnly}
 }
 
 // Client is a cache.Remote backed by one Redis server. It is safe for
@@ -169,7 +172,7 @@ func New(opts Options) (*Client, error) {
 	}
 	var mac *macKey
 	if len(opts.MACKey) > 0 {
-		if err := CheckMACKey(opts.MACKey); err != nil {
+		if err := config.CheckMACKey(opts.MACKey); err != nil {
 			return nil, err
 		}
 		mac = newMACKey(opts.MACKey)

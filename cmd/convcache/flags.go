@@ -13,7 +13,6 @@ import (
 
 	"github.com/convcache/convcache/cache"
 	"github.com/convcache/convcache/internal/bytesize"
-	"github.com/convcache/convcache/internal/config"
 )
 
 // cachePath returns the optional PATH argument (atMostOnePath checked
@@ -31,7 +30,7 @@ func cachePath(args []string) (string, error) {
 // engine resolves it.
 func resolve(path string) (string, error) {
 	if path == "" {
-		p, err := config.Path()
+		p, err := cache.DefaultPath()
 		if err != nil {
 			return "", withCode(exitUsage, "%v", err)
 		}
@@ -58,7 +57,7 @@ func (d *durationValue) Type() string   { return "duration" }
 // lockTimeout adds --lock-timeout, whose default is
 // CONVCACHE_LOCK_TIMEOUT_MS (else 5s), as the library's.
 func lockTimeout(fs *pflag.FlagSet) *time.Duration {
-	d := envOptions().LockTimeout
+	d := libraryConfig(false).Cache.LockTimeout
 	fs.Var((*durationValue)(&d), "lock-timeout",
 		"wait at most `D` for the cache lock that other processes hold, as CONVCACHE_LOCK_TIMEOUT_MS does for the library")
 	return &d
@@ -145,10 +144,4 @@ func plural(n int, one, many string) string {
 		return "1 " + one
 	}
 	return strconv.Itoa(n) + " " + many
-}
-
-// envOptions returns the cache options the environment sets, as a library
-// handle would see them. Log is set so that CONVCACHE_LOG is not opened.
-func envOptions() cache.Options {
-	return config.Options(cache.Options{Log: io.Discard})
 }
