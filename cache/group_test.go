@@ -11,6 +11,7 @@ import (
 	"github.com/convcache/convcache/cache"
 	"github.com/convcache/convcache/internal/asuser"
 	"github.com/convcache/convcache/internal/config"
+	"github.com/convcache/convcache/internal/secenv"
 )
 
 // Two members of a group share one cache in a setgid group directory, as
@@ -67,8 +68,13 @@ func TestHelperGroupMember(t *testing.T) {
 		return
 	}
 	args := asuser.Args()
-	opts := config.Options(cache.Options{CompactJournal: 4096, Warn: os.Stdout})
-	c, err := cache.Open(args[0], &opts)
+	cfg, err := config.Resolve(config.Request{Path: args[0]}, secenv.Lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := cfg.Cache
+	opts.CompactJournal, opts.Warn = 4096, os.Stdout
+	c, err := cache.Open(cfg.Path, &opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"time"
 	"unsafe"
 
 	"github.com/convcache/convcache/cache"
@@ -107,43 +106,16 @@ func goString(p *C.char) string {
 	return C.GoString(p)
 }
 
-var cModes = map[C.int]cache.Mode{
-	C.CONVCACHE_MODE_RW:      cache.ModeReadWrite,
-	C.CONVCACHE_MODE_RO:      cache.ModeReadOnly,
-	C.CONVCACHE_MODE_OFF:     cache.ModeOff,
-	C.CONVCACHE_MODE_RECACHE: cache.ModeRecache,
-	C.CONVCACHE_MODE_STRICT:  cache.ModeStrict,
-}
-
 //export ccgo_open
 func ccgo_open(o *C.convcache_options, out *C.uintptr_t) (rc C.int) {
 	defer guard(&rc)
-	var opts cache.Options
-	opts.Scope = goString(o.scope)
-	if o.mode == C.CONVCACHE_MODE_DEFAULT {
-		opts.Mode = config.Mode()
-	} else {
-		opts.Mode = cModes[o.mode]
+	cfg, err := config.Resolve(openRequest(o), secenv.Lookup)
+	if err != nil {
+		return code(err)
 	}
-	if config.Bool("CONVCACHE_DISABLE", false) {
-		opts.Mode = cache.ModeOff // the kill switch wins over any caller
-	}
-	opts.LockTimeout = time.Duration(o.lock_timeout_ms) * time.Millisecond
-	opts.BuildTimeout = time.Duration(o.build_timeout_ms) * time.Millisecond
-	opts.MaxBytes = int64(o.max_bytes)
-	opts.MaxEntries = int64(o.max_entries)
-	opts.SystemPath = goString(o.system_path)
-	opts = config.Options(opts)
-	opts.Remote = openRemote(o, opts.Mode) // capi/remote.go; nil if none or unusable
-	path := goString(o.path)
-	if path == "" && opts.Mode != cache.ModeOff {
-		p, err := config.Path()
-		if err != nil {
-			return code(err)
-		}
-		path = p
-	}
-	c, err := cache.Open(path, &opts)
+	opts := cfg.Cache
+	opts.Remote = openRemote(cfg.Remote) // capi/remote.go; nil if none or unusable
+	c, err := cache.Open(cfg.Path, &opts)
 	if err != nil {
 		return code(err)
 	}

@@ -93,5 +93,3 @@ func (t *handleTable) remove(tok uintptr) *cache.Cache {
 	t.free = append(t.free, slot)
 	return c
 }
-
-func main() {}

@@ -28,9 +28,15 @@
 // by '_', so no name can imitate another field. The tag, when
 // CONVCACHE_TAG is set and not empty, comes last and verbatim: put the
 // framework's version and git hash there. When CONVCACHE_SCOPE is set and not
-// empty, Scope returns it unchanged instead, for every device. A change to
-// the format gets a new leading tag (cc2, ...), so entries written under one
-// format are never read under another.
+// empty, Scope returns it unchanged instead, for every device. ScopeFor
+// applies the same rule to a device already read, and Scopes to every
+// device of the machine (Devices). A change to the format gets a new
+// leading tag (cc2, ...), so entries written under one format are never
+// read under another.
+//
+// The variables are read through package secenv: in a privileged process
+// (AT_SECURE) none is, so no caller's environment chooses the libraries a
+// set-user-ID program loads.
 //
 // The device index is the CUDA driver's ordinal, the same number the CUDA
 // runtime uses under the same CUDA_VISIBLE_DEVICES.

@@ -3,6 +3,8 @@ package cudnn
 import (
 	"strconv"
 	"strings"
+
+	"github.com/convcache/convcache/internal/bytesize"
 )
 
 // FindKeyMagic starts every key the interposer writes; its last byte is the
@@ -259,7 +261,7 @@ func (k FindKey) String() string {
 	b.WriteString(" " + k.Conv.String())
 	b.WriteString(" req " + strconv.Itoa(int(k.Requested)))
 	if k.Ex {
-		b.WriteString(" ws " + FormatBytes(k.Workspace))
+		b.WriteString(" ws " + bytesize.Format(k.Workspace))
 	}
 	return b.String()
 }

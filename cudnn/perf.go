@@ -4,6 +4,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/convcache/convcache/internal/bytesize"
 )
 
 // PerfSize is the size of cuDNN's cudnnConvolution{Fwd,BwdData,BwdFilter}
@@ -87,7 +89,7 @@ func (p Perf) Format(op Op) string {
 	b.WriteByte(' ')
 	b.WriteString(strconv.FormatFloat(float64(p.Time), 'g', 3, 32))
 	b.WriteString(" ms ws ")
-	b.WriteString(FormatBytes(p.Memory))
+	b.WriteString(bytesize.Format(p.Memory))
 	if p.MathType != 0 {
 		b.WriteByte(' ')
 		b.WriteString(p.MathType.String())

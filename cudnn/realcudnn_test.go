@@ -116,7 +116,7 @@ func enumTable(t *testing.T, v *realValues, enum, prefix string, names []string,
 
 func same(s string) string { return s }
 
-// algoName is names.go's spelling: a numbered algorithm keeps "ALGO_".
+// algoName is enums.go's spelling: a numbered algorithm keeps "ALGO_".
 func algoName(s string) string {
 	if _, err := strconv.Atoi(s); err == nil {
 		return "ALGO_" + s
@@ -124,7 +124,7 @@ func algoName(s string) string {
 	return s
 }
 
-// TestRealCudnnGoTables checks the Go codecs' cuDNN tables (names.go,
+// TestRealCudnnGoTables checks the Go codecs' cuDNN tables (enums.go,
 // findkey.go, perf.go) against NVIDIA's real headers.
 func TestRealCudnnGoTables(t *testing.T) {
 	v := loadRealValues(t)

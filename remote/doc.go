@@ -15,10 +15,12 @@
 //
 // New takes a URL, redis://[user:pass@]host[:port][/db] or rediss://... for
 // TLS (certificates are checked against the system roots), and Options. The
-// C library reads CONVCACHE_REMOTE, CONVCACHE_REMOTE_TIMEOUT_MS (default
-// 50), CONVCACHE_REMOTE_TTL, and the record MAC key from the file that
-// CONVCACHE_REMOTE_KEY_FILE names (see ReadMACKeyFile) or from
-// CONVCACHE_REMOTE_KEY itself (package internal/config). A key asked for
+// C library and the command-line tool read CONVCACHE_REMOTE,
+// CONVCACHE_REMOTE_TIMEOUT_MS (default 50), CONVCACHE_REMOTE_TTL, and the
+// record MAC key from the file that CONVCACHE_REMOTE_KEY_FILE names or from
+// CONVCACHE_REMOTE_KEY itself through package internal/config (Resolve,
+// ReadMACKeyFile), which also holds the bounds this package checks;
+// OptionsFor turns its settings into Options. A key asked for
 // that cannot be used (both set, a file another user could change or that
 // all can read, a key under 16 bytes) turns the tier off with one warning:
 // going on without it would trust what it was meant to check. In a

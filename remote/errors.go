@@ -1,6 +1,10 @@
 package remote
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/convcache/convcache/internal/config"
+)
 
 // Errors returned by New. Every other failure is reported through Stats and
 // one warning line, never to the caller: the tier fails open.
@@ -10,9 +14,9 @@ var (
 	ErrURL = errors.New("remote: bad URL")
 	// ErrOptions: an option is out of range.
 	ErrOptions = errors.New("remote: bad option")
-	// ErrMACKey: the record MAC key is out of bounds, or its file cannot
-	// be used (see ReadMACKeyFile).
-	ErrMACKey = errors.New("remote: unusable MAC key")
+	// ErrMACKey: the record MAC key is out of bounds. It is
+	// config.ErrMACKey, which a key file that cannot be used gives too.
+	ErrMACKey = config.ErrMACKey
 )
 
 // errReply fails a connection whose server sent a reply out of bounds (see

@@ -3,6 +3,7 @@ package remote_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"net"
 	"strconv"
 	"strings"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/convcache/convcache/cache"
+	"github.com/convcache/convcache/remote"
 	"github.com/convcache/convcache/remote/internal/redistest"
 )
 
@@ -176,3 +179,60 @@ func waitFor(d time.Duration, cond func() bool) bool {
 	}
 	return cond()
 }
+
+func newRemote(t testing.TB, url string, mod func(*remote.Options)) (*remote.Client, *syncBuffer) {
+	t.Helper()
+	w := &syncBuffer{}
+	// A generous deadline unless the test is about the deadline: a loaded
+	// machine must not make a functional test fail open.
+	o := remote.Options{URL: url, Warn: w, Timeout: 2 * time.Second,
+		MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}
+	if mod != nil {
+		mod(&o)
+	}
+	r, err := remote.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r, w
+}
+
+func openCache(t testing.TB, path string, r cache.Remote, mode cache.Mode) *cache.Cache {
+	t.Helper()
+	c, err := cache.Open(path, &cache.Options{Scope: "test-scope", Remote: r, Mode: mode, Warn: &syncBuffer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func key(i int) []byte { return []byte(fmt.Sprintf("conv shape %06d", i)) }
+
+func value(i int) []byte { return []byte(fmt.Sprintf("algo %d ws %d", i%8, i*4096)) }
+
+func find(t testing.TB, c *cache.Cache, k []byte) ([]byte, bool) {
+	t.Helper()
+	v, ok, err := c.Get(k)
+	if err != nil {
+		t.Fatalf("find %q: %v", k, err)
+	}
+	return v, ok
+}
+
+// clusterKey is the record MAC key the cluster tests share.
+var clusterKey = []byte("the cluster's record key, 32 B.")
+
+func withKey(o *remote.Options) { o.MACKey = clusterKey }
+
+// slack is how much longer than the remote deadline a call may take in
+// these tests: scheduling on a loaded machine, the race detector, a local
+// file append. It stays well below the 3 s by which the slow servers here
+// answer late, so a call that waited for one still fails the bound.
+const slack = time.Second
+
+// fsyncSlack replaces slack for a Save, which also fsyncs the local file: a
+// loaded disk can take that long without any help from Redis. The servers
+// these tests make slow are slower still (3 s).
+const fsyncSlack = 2 * time.Second

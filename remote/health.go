@@ -8,10 +8,13 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 )
+
+// The server's health: a failed call marks it down, and every call skips
+// it until the writer loop's probe (ping) gets an answer; the first failure
+// prints the tier's one warning line.
 
 // fail records a failed call: it counts it, marks the server down (calls
 // skip it until the writer loop's probe gets an answer) and prints the one
@@ -72,45 +75,6 @@ func isServerError(err error) bool {
 	return errors.As(err, &re) && !errors.Is(err, redis.Nil)
 }
 
-// loop is the background writer: it sends queued writes in pipelined
-// batches and, while the server is down, probes it with backoff.
-func (r *Client) loop(c *redis.Client) {
-	defer close(r.looping)
-	defer r.recoverGoroutine("writer", true)
-	backoff := r.opts.MinBackoff
-	r.ping(c) // connect early, so the first lookup finds a connection ready
-	var batch []op
-	for r.ctx.Err() == nil {
-		if r.down.Load() {
-			t := time.NewTimer(backoff)
-			select {
-			case <-r.ctx.Done():
-				t.Stop()
-				return
-			case <-t.C:
-			}
-			if r.ping(c) {
-				r.down.Store(false)
-				backoff = r.opts.MinBackoff
-			} else {
-				backoff = min(2*backoff, r.opts.MaxBackoff)
-			}
-			continue
-		}
-		batch = r.q.take(batch[:0], batchOps, batchBytes)
-		if len(batch) == 0 {
-			select {
-			case <-r.q.wake:
-			case <-r.ctx.Done():
-				return
-			}
-			continue
-		}
-		r.send(c, batch)
-		clear(batch) // let the records go
-	}
-}
-
 // ping asks the server for PONG within the timeout.
 func (r *Client) ping(c *redis.Client) bool {
 	ctx, cancel := context.WithTimeout(r.ctx, r.opts.Timeout)
@@ -120,63 +84,4 @@ func (r *Client) ping(c *redis.Client) bool {
 		return false
 	}
 	return true
-}
-
-// send writes one batch in a single pipeline. A network failure puts the
-// batch back at the front of the queue (the writes are idempotent) and marks
-// the server down; an entry the server refuses is dropped and counted.
-func (r *Client) send(c *redis.Client, batch []op) {
-	callHook(&testHookSend)
-	ctx, cancel := context.WithTimeout(r.ctx, r.opts.Timeout)
-	defer cancel()
-	pipe := c.Pipeline()
-	cmds := make([]redis.Cmder, len(batch))
-	for i := range batch {
-		o := &batch[i]
-		switch o.kind {
-		case opSet:
-			cmds[i] = pipe.Set(ctx, o.key, o.rec, r.opts.TTL)
-		case opUnlock:
-			cmds[i] = pipe.Eval(ctx, unlockScript, []string{o.key}, o.rec)
-		}
-	}
-	pipe.Exec(ctx)
-	var refused error
-	for _, cmd := range cmds {
-		if err := cmd.Err(); err != nil && !isServerError(err) {
-			if n := r.q.requeue(batch); n > 0 {
-				r.dropped.Add(uint64(n))
-			}
-			r.fail(err)
-			return
-		}
-	}
-	for i, cmd := range cmds {
-		err := cmd.Err()
-		switch {
-		case err != nil:
-			refused = err
-			if batch[i].kind == opSet {
-				r.dropped.Add(1)
-			}
-		case batch[i].kind == opSet:
-			r.writes.Add(1)
-		}
-	}
-	r.q.done()
-	if refused != nil {
-		r.fail(refused) // such as OOM or READONLY: back off like a failure
-	}
-}
-
-// quietLogger drops go-redis's own log lines: the tier prints its one
-// warning itself.
-type quietLogger struct{}
-
-func (quietLogger) Printf(context.Context, string, ...interface{}) {}
-
-var silenceOnce sync.Once
-
-func silenceLibraryLog() {
-	silenceOnce.Do(func() { redis.SetLogger(quietLogger{}) })
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -129,5 +130,80 @@ func TestUnauthenticatedHitStaysInMemory(t *testing.T) {
 	b.Close()
 	if m := fileEntries(t, path); m[string(key(1))] != string(forged) {
 		t.Fatalf("an explicit insert was not written: %v", m)
+	}
+}
+
+// Values written straight into Redis that are not what was asked for are
+// never returned, and are counted.
+func TestPoisonedValues(t *testing.T) {
+	srv := startRedis(t)
+	r, _ := newRemote(t, srv.url(), func(o *remote.Options) { o.MaxValue = 64 })
+	dir := t.TempDir()
+	c := openCache(t, filepath.Join(dir, "c.ccdb"), r, cache.ModeReadWrite)
+	direct := srv.client()
+	ctx := context.Background()
+	const scope = "test-scope"
+	k := []byte("conv shape poisoned")
+	rk := remote.EntryKey(remote.DefaultPrefix, scope, k)
+	good := remote.Record(scope, k, []byte("the real value"))
+	flip := func(i int) []byte {
+		b := append([]byte(nil), good...)
+		b[i] ^= 0x40
+		return b
+	}
+	for _, tc := range []struct {
+		name string
+		set  func() error
+	}{
+		{"garbage", func() error { return direct.Set(ctx, rk, "not a record", 0).Err() }},
+		{"empty-looking", func() error { return direct.Set(ctx, rk, strings.Repeat("\x00", 40), 0).Err() }},
+		{"other key", func() error {
+			return direct.Set(ctx, rk, remote.Record(scope, []byte("conv shape other"), []byte("x")), 0).Err()
+		}},
+		{"other scope", func() error { return direct.Set(ctx, rk, remote.Record("other-scope", k, []byte("x")), 0).Err() }},
+		{"bad checksum", func() error { return direct.Set(ctx, rk, flip(len(good)-1), 0).Err() }},
+		{"flipped value", func() error { return direct.Set(ctx, rk, flip(len(good)-6), 0).Err() }},
+		{"truncated", func() error { return direct.Set(ctx, rk, good[:len(good)-3], 0).Err() }},
+		{"newer version", func() error { return direct.Set(ctx, rk, flip(4), 0).Err() }},
+		{"over the size limit", func() error {
+			return direct.Set(ctx, rk, remote.Record(scope, k, []byte(strings.Repeat("v", 65))), 0).Err()
+		}},
+		{"huge", func() error { return direct.Set(ctx, rk, strings.Repeat("g", 2<<20), 0).Err() }},
+		{"a list", func() error { direct.Del(ctx, rk); return direct.RPush(ctx, rk, "a", "b").Err() }},
+		{"a hash", func() error { direct.Del(ctx, rk); return direct.HSet(ctx, rk, "f", good).Err() }},
+	} {
+		direct.Del(ctx, rk)
+		if err := tc.set(); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		before := r.Stats().Rejected
+		if v, ok := r.Get(scope, k); ok {
+			t.Fatalf("%s: returned %q", tc.name, v)
+		}
+		if _, ok := find(t, c, k); ok {
+			t.Fatalf("%s: the cache returned a poisoned value", tc.name)
+		}
+		if got := r.Stats().Rejected - before; got != 2 {
+			t.Fatalf("%s: rejected %d, want 2", tc.name, got)
+		}
+	}
+	if st := c.Stats(); st.Entries != 0 {
+		t.Fatalf("poisoned values reached the local file: %d entries", st.Entries)
+	}
+	// The builder runs in spite of the poison, and its value replaces it.
+	dst := make([]byte, 64)
+	n, built, err := c.GetOrCreate(k, dst, func(d []byte) (int, error) { return copy(d, "built"), nil })
+	if err != nil || !built || string(dst[:n]) != "built" {
+		t.Fatalf("GetOrCreate over poison: %q built=%v err=%v", dst[:n], built, err)
+	}
+	// The built value goes to the server behind the caller's back: wait for
+	// it, or it could land after the good record below.
+	if err := r.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	direct.Del(ctx, rk)
+	direct.Set(ctx, rk, good, 0)
+	if v, ok := r.Get(scope, k); !ok || string(v) != "the real value" {
+		t.Fatalf("a good record after the poison: %q %v", v, ok)
 	}
 }

@@ -45,8 +45,9 @@
 // CONVCACHE_MAX_ENTRIES), the read-only system tier named by
 // CONVCACHE_SYSTEM_PATH, and whether the remote tier named by
 // CONVCACHE_REMOTE answers (one read-only lookup, bounded by
-// CONVCACHE_REMOTE_TIMEOUT_MS, default 1 s here). A cache file that does not
-// exist yet is reported as such, not as an error. The last compaction is the
+// CONVCACHE_REMOTE_TIMEOUT_MS, default 50 ms, as in the library: it tells
+// whether a library handle's lookups would get through). A cache file that
+// does not exist yet is reported as such, not as an error. The last compaction is the
 // header's time when a snapshot follows the header (compaction, merge,
 // export and import write one), and "never" (null in JSON) when the file
 // starts with its journal: then the header's time is the file's creation.

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/convcache/convcache/cache"
-	"github.com/convcache/convcache/internal/config"
+	"github.com/convcache/convcache/internal/bytesize"
 )
 
 // pruneRules say which entries prune removes.
@@ -117,7 +117,7 @@ func runPrune(e *env, c *cobra.Command, args []string, o *pruneOptions) error {
 		}
 	}
 	if o.maxBytes != "" {
-		n, ok := config.ParseBytes(o.maxBytes)
+		n, ok := bytesize.Parse(o.maxBytes)
 		if !ok {
 			return argErr(c, "--max-bytes %q: give a size such as 1048576, 512M or 2G", o.maxBytes)
 		}

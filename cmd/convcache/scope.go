@@ -8,7 +8,6 @@ import (
 
 	"github.com/convcache/convcache/cache"
 	"github.com/convcache/convcache/cudnn"
-	"github.com/convcache/convcache/internal/config"
 )
 
 type deviceJSON struct {
@@ -56,10 +55,6 @@ string, as the library computes it, for scripts.`,
 }
 
 func runScope(e *env, device int, asJSON bool) error {
-	r := scopeJSON{Devices: []deviceJSON{}}
-	if s, _ := config.LookupEnv("CONVCACHE_SCOPE"); s != "" {
-		r.Override = s
-	}
 	if device >= 0 {
 		// One device, as the library computes it (CONVCACHE_SCOPE included).
 		s, err := cudnn.Scope(device)
@@ -69,7 +64,13 @@ func runScope(e *env, device int, asJSON bool) error {
 		fmt.Fprintln(e.stdout, s)
 		return nil
 	}
-	devs, partial, err := probeDevices()
+	r := scopeJSON{Devices: []deviceJSON{}}
+	override, err := cudnn.ScopeOverride()
+	if err != nil {
+		return noDevice(err)
+	}
+	r.Override = override
+	devs, partial, err := cudnn.Devices()
 	if err != nil && r.Override == "" {
 		if asJSON {
 			r.Error = noDevice(err).Error()
@@ -77,11 +78,10 @@ func runScope(e *env, device int, asJSON bool) error {
 		}
 		return noDevice(err)
 	}
-	tag, _ := config.LookupEnv("CONVCACHE_TAG")
 	for _, d := range devs {
-		s := d.Scope(tag)
-		if r.Override != "" {
-			s = r.Override
+		s, err := cudnn.ScopeFor(d)
+		if err != nil {
+			return noDevice(err)
 		}
 		r.Devices = append(r.Devices, deviceJSON{
 			Ordinal: d.Ordinal, Name: d.Name, CC: fmt.Sprintf("%d.%d", d.Major, d.Minor), SMs: d.SMs,

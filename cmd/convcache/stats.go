@@ -97,8 +97,9 @@ func runStats(e *env, args []string, asJSON bool) error {
 	if err != nil {
 		return err
 	}
-	opts := envOptions()
-	r := statsReport{Mode: config.Mode().String(), MaxBytes: opts.MaxBytes, MaxEntries: opts.MaxEntries, Promote: opts.Promote, Warnings: []string{}}
+	cfg := libraryConfig(true)
+	opts := cfg.Cache
+	r := statsReport{Mode: opts.Mode.String(), MaxBytes: opts.MaxBytes, MaxEntries: opts.MaxEntries, Promote: opts.Promote, Warnings: []string{}}
 	main, err := reportFile(path)
 	if err != nil {
 		return err
@@ -120,8 +121,8 @@ func runStats(e *env, args []string, asJSON bool) error {
 			r.Warnings = append(r.Warnings, "system tier: "+w)
 		}
 	}
-	if u := config.RemoteURL(); u != "" {
-		r.Remote = checkRemote(u)
+	if cfg.Remote.URL != "" {
+		r.Remote = checkRemote(cfg.Remote)
 		if !r.Remote.Reachable {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("remote tier %s: %s (jobs carry on with the local file)", r.Remote.URL, r.Remote.Error))
 		}
@@ -189,11 +190,12 @@ func reportFile(path string) (*fileReport, error) {
 
 // checkRemote reports whether the remote tier answers. Package remote has
 // no summary of its contents, so this is a reachability check: one lookup
-// of a key no one writes, read-only.
-func checkRemote(url string) *remoteReport {
-	r := &remoteReport{URL: url}
-	timeout := config.Duration("CONVCACHE_REMOTE_TIMEOUT_MS", 1, config.MaxRemoteTimeoutMs, time.Second)
-	c, err := remote.New(remote.Options{URL: url, Timeout: timeout, ReadOnly: true, Warn: io.Discard})
+// of a key no one writes, read-only, bounded by the library's timeout
+// (CONVCACHE_REMOTE_TIMEOUT_MS, else 50 ms), so that it answers whether a
+// library handle's lookups would get through.
+func checkRemote(s config.Remote) *remoteReport {
+	r := &remoteReport{URL: s.URL}
+	c, err := remote.New(remote.Options{URL: s.URL, Timeout: s.Timeout, ReadOnly: true, Warn: io.Discard})
 	if err != nil {
 		r.URL = "(invalid)"
 		r.Error = message(err) + "; fix CONVCACHE_REMOTE"
@@ -205,7 +207,7 @@ func checkRemote(url string) *remoteReport {
 	c.Get("convcache-stats-probe", []byte("probe"))
 	elapsed := time.Since(start)
 	if st := c.Stats(); st.Errors > 0 {
-		r.Error = fmt.Sprintf("unreachable within %v", timeout)
+		r.Error = fmt.Sprintf("unreachable within %v", s.Timeout)
 		return r
 	}
 	r.Reachable = true

@@ -161,6 +161,12 @@ func TestStatsRemote(t *testing.T) {
 	if s.Remote == nil || s.Remote.Reachable || !strings.Contains(s.Remote.Error, "unreachable") {
 		t.Fatalf("remote %+v", s.Remote)
 	}
+	// Without CONVCACHE_REMOTE_TIMEOUT_MS the probe waits as long as the
+	// library's lookups do (config.DefaultRemoteTimeout).
+	s = stats(t, []string{"CONVCACHE_REMOTE=redis://" + addr + "/0"}, path)
+	if s.Remote == nil || s.Remote.Reachable || !strings.Contains(s.Remote.Error, "unreachable within 50ms") {
+		t.Fatalf("default timeout: remote %+v", s.Remote)
+	}
 	r := mustRun(t, exitOK, []string{"CONVCACHE_REMOTE=redis://:secret@" + addr + "/0", "CONVCACHE_REMOTE_TIMEOUT_MS=200"}, "stats", path)
 	if strings.Contains(r.stdout+r.stderr, "secret") {
 		t.Fatalf("the password was printed:\n%s%s", r.stdout, r.stderr)

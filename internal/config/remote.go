@@ -1,87 +1,115 @@
 package config
 
 import (
-	"net/url"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/convcache/convcache/remote"
+	"github.com/convcache/convcache/cache"
 )
 
-// Bounds of the remote tier's variables.
+// The remote tier's default and bounds. Package remote takes its own from
+// these (remote.DefaultTimeout, remote.MaxTimeout).
 const (
-	MaxRemoteTimeoutMs = int64(remote.MaxTimeout / time.Millisecond)
-	MaxRemoteTTL       = 10 * 365 * 24 * time.Hour
+	// DefaultRemoteTimeout bounds every call that waits for Redis (a
+	// lookup, a lock, a flush). A lookup in the same data centre takes well
+	// under a millisecond, and a new connection (TCP, TLS, AUTH) a few;
+	// 50 ms covers those with room for a busy server, yet is small beside
+	// what the local miss it serves costs anyway: a cuDNN benchmark of one
+	// convolution runs for tens of milliseconds to seconds. A dead server
+	// costs one such deadline, after which the tier is skipped until it
+	// answers again.
+	DefaultRemoteTimeout = 50 * time.Millisecond
+	// MaxRemoteTimeout is the largest timeout accepted.
+	MaxRemoteTimeout = time.Minute
+	// MaxRemoteTTL is the longest CONVCACHE_REMOTE_TTL accepted.
+	MaxRemoteTTL = 10 * 365 * 24 * time.Hour
 )
 
-// RemoteURL returns CONVCACHE_REMOTE, trimmed; "" means no remote tier.
-func RemoteURL() string {
-	return strings.TrimSpace(getenv("CONVCACHE_REMOTE"))
+// Remote is the remote tier's resolved settings, as plain values: the
+// callers build the tier from them (remote.OptionsFor).
+type Remote struct {
+	// URL is the server asked for: Request.Remote, else $CONVCACHE_REMOTE
+	// without the white space around it. "" means none was.
+	URL string
+	// Source names where URL came from, for warnings about it:
+	// "convcache_options.remote" or "CONVCACHE_REMOTE".
+	Source string
+	// Enabled is whether a handle uses the tier: a URL is asked for, the
+	// mode is not off, and the record key asked for, if any, can be used.
+	Enabled bool
+	// Timeout bounds each call that waits for the server:
+	// Request.RemoteTimeout, else $CONVCACHE_REMOTE_TIMEOUT_MS, else
+	// DefaultRemoteTimeout.
+	Timeout time.Duration
+	// TTL expires entries that long after their last write
+	// ($CONVCACHE_REMOTE_TTL); 0 never.
+	TTL time.Duration
+	// MACKey is the record key ($CONVCACHE_REMOTE_KEY_FILE's, or
+	// $CONVCACHE_REMOTE_KEY); nil means none. Not read with the mode off.
+	MACKey []byte
+	// ReadOnly: mode ro, so nothing is written to the server.
+	ReadOnly bool
 }
 
-// Remote fills the zero fields of o from the environment:
-// CONVCACHE_REMOTE_TIMEOUT_MS (1..60000, default remote.DefaultTimeout) and
-// CONVCACHE_REMOTE_TTL. o.URL is left to the caller (see RemoteURL).
-func Remote(o remote.Options) remote.Options {
-	if o.Timeout == 0 {
-		o.Timeout = Duration("CONVCACHE_REMOTE_TIMEOUT_MS", 1, MaxRemoteTimeoutMs, remote.DefaultTimeout)
+// The convcache_options fields that Request mirrors, as warnings name them.
+const (
+	optRemote        = "convcache_options.remote"
+	optRemoteTimeout = "convcache_options.remote_timeout_ms"
+)
+
+// remote resolves the remote tier's settings for a handle in mode. They
+// are resolved only when a URL is asked for; the record key only when the
+// mode is not off, since reading its file is no business of a cache that
+// is off.
+func (v vars) remote(req Request, mode cache.Mode) Remote {
+	r := Remote{Source: "CONVCACHE_REMOTE", URL: v.trimmed("CONVCACHE_REMOTE")}
+	if req.Remote != nil {
+		r.Source, r.URL = optRemote, *req.Remote
 	}
-	if o.TTL == 0 {
-		o.TTL = RemoteTTL()
+	if r.URL == "" {
+		return Remote{}
 	}
-	return o
+	r.ReadOnly = mode == cache.ModeReadOnly
+	if t := req.RemoteTimeout; t >= time.Millisecond && t <= MaxRemoteTimeout {
+		r.Timeout = t
+	} else if t != 0 {
+		warn(optRemoteTimeout, strconv.FormatInt(t.Milliseconds(), 10),
+			fmt.Sprintf("expected 1 to %d", MaxRemoteTimeout.Milliseconds()), "$CONVCACHE_REMOTE_TIMEOUT_MS or the default")
+	}
+	if r.Timeout == 0 {
+		r.Timeout = v.Duration("CONVCACHE_REMOTE_TIMEOUT_MS", 1, MaxRemoteTimeout.Milliseconds(), DefaultRemoteTimeout)
+	}
+	r.TTL = v.RemoteTTL()
+	if mode != cache.ModeOff {
+		r.MACKey, r.Enabled = v.MACKey()
+	}
+	return r
 }
 
-// RemoteMACKey returns the record MAC key for the remote tier: the key in
-// the file that CONVCACHE_REMOTE_KEY_FILE names (read as
-// remote.ReadMACKeyFile reads it), or CONVCACHE_REMOTE_KEY itself, without
-// white space at its end. Neither set: nil and true. A key asked for that
-// cannot be used (both variables set, a file refused, a key out of bounds)
-// prints one warning, which never shows the key, and returns false: the
-// caller must then go without the tier, since a tier without the key would
-// trust the records the key was meant to check.
-func RemoteMACKey() ([]byte, bool) {
-	path := strings.TrimSpace(getenv("CONVCACHE_REMOTE_KEY_FILE"))
-	inline := strings.TrimRight(getenv("CONVCACHE_REMOTE_KEY"), " \t\r\n")
-	const def = "the local cache only"
-	switch {
-	case path != "" && inline != "":
-		warn("CONVCACHE_REMOTE_KEY", "(hidden)", "CONVCACHE_REMOTE_KEY_FILE is set too; set one of them", def)
-		return nil, false
-	case path != "":
-		key, err := remote.ReadMACKeyFile(path)
-		if err != nil {
-			warn("CONVCACHE_REMOTE_KEY_FILE", path, strings.TrimPrefix(err.Error(), "remote: "), def)
-			return nil, false
-		}
-		return key, true
-	case inline != "":
-		if err := remote.CheckMACKey([]byte(inline)); err != nil {
-			warn("CONVCACHE_REMOTE_KEY", "(hidden)", strings.TrimPrefix(err.Error(), "remote: "), def)
-			return nil, false
-		}
-		return []byte(inline), true
-	}
-	return nil, true
-}
-
-// RemoteTTL parses CONVCACHE_REMOTE_TTL: seconds, or a number with an s, m,
-// h or d suffix (30d, 12h); 0, empty or unset means no TTL.
-func RemoteTTL() time.Duration {
-	v := strings.TrimSpace(getenv("CONVCACHE_REMOTE_TTL"))
-	if v == "" {
+// RemoteTTL parses CONVCACHE_REMOTE_TTL (parseTTL); 0, empty or unset
+// means no TTL.
+func (v vars) RemoteTTL() time.Duration {
+	s := v.trimmed("CONVCACHE_REMOTE_TTL")
+	if s == "" {
 		return 0
 	}
-	d, ok := parseTTL(v)
+	d, ok := parseTTL(s)
 	if !ok {
-		warn("CONVCACHE_REMOTE_TTL", v, "expected seconds or a count with s, m, h or d (such as 30d), at most 10 years", "no TTL")
+		warn("CONVCACHE_REMOTE_TTL", s, "expected seconds or a count with s, m, h or d (such as 30d), at most 10 years", "no TTL")
 		return 0
 	}
 	return d
 }
 
+// parseTTL parses a time to live: a count of seconds, or a count with an
+// s, m, h or d suffix (any case: 30d, 12h), from 0 to MaxRemoteTTL. ok is
+// false for anything else, such as an empty value.
 func parseTTL(v string) (time.Duration, bool) {
+	if v == "" {
+		return 0, false
+	}
 	unit := time.Second
 	switch strings.ToLower(v[len(v)-1:]) {
 	case "s":
@@ -98,28 +126,4 @@ func parseTTL(v string) (time.Duration, bool) {
 		return 0, false
 	}
 	return time.Duration(n) * unit, true
-}
-
-// WarnRemote prints the one warning for a remote tier that cannot be used
-// (a bad URL, a bad option): the cache goes on with its local file only.
-// name is where the value came from, such as CONVCACHE_REMOTE.
-func WarnRemote(name, value string, err error) {
-	warn(name, redactURL(value), strings.TrimPrefix(err.Error(), "remote: "), "the local cache only")
-}
-
-// WarnOption prints one warning for a nonsense option value, in the same
-// form as for an environment variable.
-func WarnOption(name, value, why, def string) {
-	warn(name, value, why, def)
-}
-
-// redactURL masks a password in value, which may not be a valid URL.
-func redactURL(v string) string {
-	if u, err := url.Parse(v); err == nil {
-		return u.Redacted()
-	}
-	if i, j := strings.Index(v, "://"), strings.LastIndex(v, "@"); i >= 0 && j > i {
-		return v[:i+3] + "xxxxx" + v[j:]
-	}
-	return v
 }

@@ -1,29 +1,20 @@
 package config
 
 import (
-	"errors"
-	"os"
-	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/convcache/convcache/remote"
+	"github.com/convcache/convcache/cache"
 )
 
-func withEnv(t *testing.T, env map[string]string) *strings.Builder {
+// remoteOf resolves the remote settings of env for a handle in mode rw.
+func remoteOf(t *testing.T, env map[string]string, req Request) (Remote, *strings.Builder) {
 	t.Helper()
-	old := LookupEnv
-	LookupEnv = func(name string) (string, bool) { v, ok := env[name]; return v, ok }
-	w := &strings.Builder{}
-	SetWarnOutput(w)
-	t.Cleanup(func() { LookupEnv = old; SetWarnOutput(nopWriter{}) })
-	return w
+	v, w := varsOf(t, env)
+	return v.remote(req, cache.ModeReadWrite), w
 }
-
-type nopWriter struct{}
-
-func (nopWriter) Write(p []byte) (int, error) { return len(p), nil }
 
 func TestRemoteEnv(t *testing.T) {
 	for _, tc := range []struct {
@@ -32,105 +23,118 @@ func TestRemoteEnv(t *testing.T) {
 		wantTTL      time.Duration
 		warnings     int
 	}{
-		{"", "", remote.DefaultTimeout, 0, 0},
+		{"", "", DefaultRemoteTimeout, 0, 0},
 		{"250", "3600", 250 * time.Millisecond, time.Hour, 0},
 		{" 7 ", "30d", 7 * time.Millisecond, 30 * 24 * time.Hour, 0},
 		{"60000", "12h", time.Minute, 12 * time.Hour, 0},
 		{"1", "90m", time.Millisecond, 90 * time.Minute, 0},
 		{"1", "45s", time.Millisecond, 45 * time.Second, 0},
 		{"1", "0", time.Millisecond, 0, 0},
-		{"0", "-5", remote.DefaultTimeout, 0, 2},
-		{"60001", "1y", remote.DefaultTimeout, 0, 2},
-		{"fast", "forever", remote.DefaultTimeout, 0, 2},
-		{"-1", "99999d", remote.DefaultTimeout, 0, 2},
+		{"0", "-5", DefaultRemoteTimeout, 0, 2},
+		{"60001", "1y", DefaultRemoteTimeout, 0, 2},
+		{"fast", "forever", DefaultRemoteTimeout, 0, 2},
+		{"-1", "99999d", DefaultRemoteTimeout, 0, 2},
 	} {
-		w := withEnv(t, map[string]string{"CONVCACHE_REMOTE_TIMEOUT_MS": tc.timeout, "CONVCACHE_REMOTE_TTL": tc.ttl})
-		o := Remote(remote.Options{})
-		if o.Timeout != tc.wantTO || o.TTL != tc.wantTTL {
-			t.Errorf("timeout %q ttl %q: got %v %v, want %v %v", tc.timeout, tc.ttl, o.Timeout, o.TTL, tc.wantTO, tc.wantTTL)
+		r, w := remoteOf(t, map[string]string{"CONVCACHE_REMOTE": "redis://h/0",
+			"CONVCACHE_REMOTE_TIMEOUT_MS": tc.timeout, "CONVCACHE_REMOTE_TTL": tc.ttl}, Request{})
+		if r.Timeout != tc.wantTO || r.TTL != tc.wantTTL {
+			t.Errorf("timeout %q ttl %q: got %v %v, want %v %v", tc.timeout, tc.ttl, r.Timeout, r.TTL, tc.wantTO, tc.wantTTL)
 		}
-		if n := strings.Count(w.String(), "\n"); n != tc.warnings {
+		if n := lines(w); n != tc.warnings {
 			t.Errorf("timeout %q ttl %q: %d warnings, want %d: %q", tc.timeout, tc.ttl, n, tc.warnings, w.String())
 		}
 	}
-	// The caller's settings win over the environment.
-	withEnv(t, map[string]string{"CONVCACHE_REMOTE_TIMEOUT_MS": "999", "CONVCACHE_REMOTE_TTL": "1d"})
-	if o := Remote(remote.Options{Timeout: time.Second, TTL: time.Minute}); o.Timeout != time.Second || o.TTL != time.Minute {
-		t.Errorf("explicit options overridden: %+v", o)
+	// The caller's timeout wins over the environment; one out of range
+	// warns, naming the option, and the environment's is used.
+	env := map[string]string{"CONVCACHE_REMOTE": "redis://h/0", "CONVCACHE_REMOTE_TIMEOUT_MS": "999"}
+	if r, w := remoteOf(t, env, Request{RemoteTimeout: time.Second}); r.Timeout != time.Second || w.Len() != 0 {
+		t.Errorf("explicit timeout overridden: %+v %q", r, w.String())
+	}
+	r, w := remoteOf(t, env, Request{RemoteTimeout: 70 * time.Second})
+	if r.Timeout != 999*time.Millisecond || lines(w) != 1 ||
+		!strings.Contains(w.String(), `convcache_options.remote_timeout_ms="70000": expected 1 to 60000`) {
+		t.Errorf("timeout out of range: %v, %q", r.Timeout, w.String())
 	}
 }
 
-func TestRemoteURL(t *testing.T) {
-	withEnv(t, map[string]string{"CONVCACHE_REMOTE": "  redis://h:1/0 \n"})
-	if u := RemoteURL(); u != "redis://h:1/0" {
-		t.Fatalf("RemoteURL() = %q", u)
-	}
-	withEnv(t, nil)
-	if u := RemoteURL(); u != "" {
-		t.Fatalf("unset: %q", u)
-	}
-}
-
-func TestWarnRemoteHidesPassword(t *testing.T) {
-	for _, u := range []string{"redis://user:hunter2@h:1/0", "http://user:hunter2@h", "redis://user:hunter2@h:port/0", "redis://:hunter2@h:bad port"} {
-		w := withEnv(t, nil)
-		_, err := remote.New(remote.Options{URL: u})
-		if !errors.Is(err, remote.ErrURL) && err != nil {
-			t.Fatalf("%q: %v", u, err)
-		}
-		if err == nil {
-			continue
-		}
-		WarnRemote("CONVCACHE_REMOTE", u, err)
-		if out := w.String(); strings.Contains(out, "hunter2") || strings.Count(out, "\n") != 1 ||
-			!strings.Contains(out, "CONVCACHE_REMOTE") || !strings.Contains(out, "local cache only") {
-			t.Fatalf("%q: warning %q", u, out)
-		}
-	}
-}
-
-// The MAC key comes from a file or a variable, never both; a key that
-// cannot be used is a warning (that never shows it) and no tier.
-func TestRemoteMACKey(t *testing.T) {
-	dir := t.TempDir()
-	const secret = "sixteen or more bytes of key"
-	file := func(name, content string, mode os.FileMode) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), mode); err != nil {
-			t.Fatal(err)
-		}
-		os.Chmod(p, mode)
-		return p
-	}
-	good := file("key", secret+"\n", 0o600)
+// parseTTL: seconds, or a count with a unit, within ten years.
+func TestParseTTL(t *testing.T) {
+	day := 24 * time.Hour
 	for _, tc := range []struct {
-		name    string
-		env     map[string]string
-		key     string
-		ok      bool
-		warning string
+		in   string
+		want time.Duration
+		ok   bool
 	}{
-		{"none", nil, "", true, ""},
-		{"empty", map[string]string{"CONVCACHE_REMOTE_KEY": "", "CONVCACHE_REMOTE_KEY_FILE": " "}, "", true, ""},
-		{"file", map[string]string{"CONVCACHE_REMOTE_KEY_FILE": good}, secret, true, ""},
-		{"variable", map[string]string{"CONVCACHE_REMOTE_KEY": secret + "\n"}, secret, true, ""},
-		{"both", map[string]string{"CONVCACHE_REMOTE_KEY": secret, "CONVCACHE_REMOTE_KEY_FILE": good}, "", false, "set one of them"},
-		{"short variable", map[string]string{"CONVCACHE_REMOTE_KEY": "hunter2"}, "", false, "the key is 7 bytes"},
-		{"world-readable file", map[string]string{"CONVCACHE_REMOTE_KEY_FILE": file("open", secret, 0o644)}, "", false, "mode 0644"},
-		{"missing file", map[string]string{"CONVCACHE_REMOTE_KEY_FILE": filepath.Join(dir, "nope")}, "", false, "no such file"},
+		{"0", 0, true},
+		{"3600", time.Hour, true},
+		{"45s", 45 * time.Second, true},
+		{"45S", 45 * time.Second, true},
+		{"90m", 90 * time.Minute, true},
+		{"12H", 12 * time.Hour, true},
+		{"30d", 30 * day, true},
+		{"30 d", 30 * day, true},
+		{"3650d", 3650 * day, true}, // the bound: ten years
+		{"3651d", 0, false},
+		{"315360000", 3650 * day, true},
+		{"315360001", 0, false},
+		{"87600h", 3650 * day, true},
+		{"87601h", 0, false},
+		{"9223372036854775807d", 0, false},
+		{"99999999999999999999", 0, false}, // overflows int64
+		{"", 0, false},
+		{"d", 0, false},
+		{"-5", 0, false},
+		{"-1d", 0, false},
+		{"1.5h", 0, false},
+		{"1y", 0, false},
+		{"1w", 0, false},
+		{"1h30m", 0, false},
+		{"forever", 0, false},
 	} {
-		w := withEnv(t, tc.env)
-		key, ok := RemoteMACKey()
-		if string(key) != tc.key || ok != tc.ok {
-			t.Errorf("%s: %q %v, want %q %v", tc.name, key, ok, tc.key, tc.ok)
+		if d, ok := parseTTL(tc.in); d != tc.want || ok != tc.ok {
+			t.Errorf("parseTTL(%q) = %v, %v; want %v, %v", tc.in, d, ok, tc.want, tc.ok)
 		}
-		out := w.String()
-		if tc.warning == "" && out != "" || tc.warning != "" && (!strings.Contains(out, tc.warning) ||
-			strings.Count(out, "\n") != 1 || !strings.Contains(out, "local cache only")) {
-			t.Errorf("%s: warning %q, want %q", tc.name, out, tc.warning)
-		}
-		if strings.Contains(out, "hunter2") || strings.Contains(out, secret) {
-			t.Errorf("%s: the warning shows the key: %q", tc.name, out)
+	}
+}
+
+// The URL: the caller's (even "", which means none), else the variable's
+// without white space around it; the settings only when one is asked for.
+func TestRemoteURL(t *testing.T) {
+	env := map[string]string{"CONVCACHE_REMOTE": "  redis://h:1/0 \n", "CONVCACHE_REMOTE_TIMEOUT_MS": "bogus"}
+	if r, _ := remoteOf(t, env, Request{}); r.URL != "redis://h:1/0" || r.Source != "CONVCACHE_REMOTE" || !r.Enabled {
+		t.Fatalf("from the environment: %+v", r)
+	}
+	caller := " redis://mine/1"
+	if r, _ := remoteOf(t, env, Request{Remote: &caller}); r.URL != caller || r.Source != "convcache_options.remote" || !r.Enabled {
+		t.Fatalf("the caller's: %+v", r)
+	}
+	none := ""
+	if r, w := remoteOf(t, env, Request{Remote: &none}); !reflect.DeepEqual(r, Remote{}) || w.Len() != 0 {
+		t.Fatalf("none asked for: %+v, warnings %q", r, w.String())
+	}
+	if r, w := remoteOf(t, map[string]string{"CONVCACHE_REMOTE": " ", "CONVCACHE_REMOTE_TTL": "bogus"}, Request{}); !reflect.DeepEqual(r, Remote{}) || w.Len() != 0 {
+		t.Fatalf("unset: %+v, warnings %q", r, w.String())
+	}
+}
+
+// The mode decides whether the tier is used, whether it writes, and
+// whether the key file is read.
+func TestRemoteMode(t *testing.T) {
+	env := map[string]string{"CONVCACHE_REMOTE": "redis://h/0", "CONVCACHE_REMOTE_KEY": "sixteen or more bytes of key"}
+	for _, tc := range []struct {
+		mode        cache.Mode
+		enabled, ro bool
+		key         string
+	}{
+		{cache.ModeReadWrite, true, false, env["CONVCACHE_REMOTE_KEY"]},
+		{cache.ModeReadOnly, true, true, env["CONVCACHE_REMOTE_KEY"]},
+		{cache.ModeStrict, true, false, env["CONVCACHE_REMOTE_KEY"]},
+		{cache.ModeOff, false, false, ""},
+	} {
+		v, _ := varsOf(t, env)
+		r := v.remote(Request{}, tc.mode)
+		if r.Enabled != tc.enabled || r.ReadOnly != tc.ro || string(r.MACKey) != tc.key || r.URL != "redis://h/0" || r.Timeout != DefaultRemoteTimeout {
+			t.Errorf("mode %v: %+v", tc.mode, r)
 		}
 	}
 }

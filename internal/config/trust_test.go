@@ -10,12 +10,17 @@ import (
 
 	"github.com/convcache/convcache/cache"
 	"github.com/convcache/convcache/internal/asuser"
+	"github.com/convcache/convcache/internal/secenv"
 )
 
 // logOpts returns the options with verbose logging to path.
 func logOpts(t *testing.T, path string) (cache.Options, *strings.Builder) {
-	w := withEnv(t, map[string]string{"CONVCACHE_VERBOSE": "1", "CONVCACHE_LOG": path})
-	return Options(cache.Options{}), w
+	l, w := mapEnv(t, map[string]string{"CONVCACHE_VERBOSE": "1", "CONVCACHE_LOG": path, "CONVCACHE_PATH": "/unused"})
+	cfg, err := Resolve(Request{}, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg.Cache, w
 }
 
 // CONVCACHE_LOG does not follow a link another user planted, nor append to
@@ -106,13 +111,14 @@ func TestHelperSecureEnv(t *testing.T) {
 	if !asuser.Helper("TestHelperSecureEnv") {
 		return
 	}
-	p, err := Path()
-	asuser.Result("path", p)
+	cfg, _ := Resolve(Request{}, secenv.Lookup)
+	asuser.Result("mode", cfg.Cache.Mode.String())
+	rw := cache.ModeReadWrite // a mode that needs the file, whatever CONVCACHE_MODE says
+	cfg, err := Resolve(Request{Mode: &rw}, secenv.Lookup)
+	asuser.Result("path", cfg.Path)
 	if err != nil {
 		asuser.Result("patherr", err.Error())
 	}
-	cuda, _ := LookupEnv("CONVCACHE_CUDA_LIBRARY")
-	asuser.Result("cuda", cuda)
-	asuser.Result("mode", Mode().String())
+	asuser.Result("cuda", secenv.Get("CONVCACHE_CUDA_LIBRARY"))
 	asuser.Result("euid", strconv.Itoa(os.Geteuid()))
 }

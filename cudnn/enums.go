@@ -130,18 +130,3 @@ func joinInts[T ~int32 | ~int64](v []T, sep string, collapse bool) string {
 	}
 	return b.String()
 }
-
-// FormatBytes writes n as "0 B", "512 B", "1.5 KiB", "24.0 MiB".
-func FormatBytes(n uint64) string {
-	if n < 1024 {
-		return strconv.FormatUint(n, 10) + " B"
-	}
-	units := []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
-	f := float64(n) / 1024
-	i := 0
-	for f >= 1024 && i < len(units)-1 {
-		f /= 1024
-		i++
-	}
-	return strconv.FormatFloat(f, 'f', 1, 64) + " " + units[i]
-}
