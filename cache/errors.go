@@ -1,6 +1,11 @@
 package cache
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"syscall"
+)
 
 // Errors returned by this package. Callers test them with errors.Is; the
 // returned error usually wraps one of these with the file's path and advice.
@@ -66,3 +71,20 @@ type detailErr struct {
 func wrapErr(base error, msg string) error { return &detailErr{base, msg} }
 func (e *detailErr) Error() string         { return e.base.Error() + ": " + e.msg }
 func (e *detailErr) Unwrap() error         { return e.base }
+
+// ioErr wraps an operating-system error with the file, the operation and
+// what to do, mapping a full disk to ErrNoSpace.
+func ioErr(err error, op, path, advice string) error {
+	var base error = ErrIO
+	switch {
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		base, advice = ErrNoSpace, "free some disk space"
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS):
+		base = ErrAccess
+	}
+	msg := fmt.Sprintf("%s %s: %v", op, path, err)
+	if advice != "" {
+		msg += "; " + advice
+	}
+	return &detailErr{base, msg}
+}
