@@ -12,6 +12,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/convcache/convcache/internal/errs"
 	"github.com/convcache/convcache/internal/safefile"
 )
 
@@ -170,17 +171,17 @@ func (c *Cache) readWhole() ([]byte, fileID, error) {
 		return nil, fileID{}, err
 	}
 	if err != nil {
-		return nil, fileID{}, ioErr(err, "open", c.path, "")
+		return nil, fileID{}, errs.IO(err, "open", c.path, "")
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, fileID{}, ioErr(err, "stat", c.path, "")
+		return nil, fileID{}, errs.IO(err, "stat", c.path, "")
 	}
 	id, _ := idOf(fi)
 	buf := make([]byte, fi.Size())
 	if _, err := f.ReadAt(buf, 0); err != nil {
-		return nil, fileID{}, ioErr(err, "read", c.path, "")
+		return nil, fileID{}, errs.IO(err, "read", c.path, "")
 	}
 	if _, err := decodeHeader(buf[:min(len(buf), headerSize)]); err != nil {
 		return nil, fileID{}, err
@@ -198,14 +199,14 @@ func (c *Cache) appendTail(image []byte, id fileID, from int64) ([]byte, bool, e
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return image, false, ioErr(err, "stat", c.path, "")
+		return image, false, errs.IO(err, "stat", c.path, "")
 	}
 	if now, _ := idOf(fi); now != id || fi.Size() < from {
 		return image, false, nil // another process compacted meanwhile
 	}
 	tail := make([]byte, fi.Size()-from)
 	if _, err := f.ReadAt(tail, from); err != nil {
-		return image, false, ioErr(err, "read", c.path, "")
+		return image, false, errs.IO(err, "read", c.path, "")
 	}
 	scanFrames(tail, from, true, func(fr frame) {
 		n := frameHeader + len(fr.payload)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/convcache/convcache/internal/errs"
 	"github.com/convcache/convcache/internal/safefile"
 )
 
@@ -20,7 +21,7 @@ import (
 func (c *Cache) adopt(f file, final bool) error {
 	fi, err := f.Stat()
 	if err != nil {
-		return ioErr(err, "stat", c.path, "")
+		return errs.IO(err, "stat", c.path, "")
 	}
 	size := fi.Size()
 	buf, err := c.read(f, 0, size)
@@ -120,7 +121,7 @@ func (c *Cache) read(f file, off, size int64) ([]byte, error) {
 		if errors.Is(err, io.EOF) { // the file shrank under us
 			return buf[:got], nil
 		}
-		return nil, ioErr(err, "read", c.path, "")
+		return nil, errs.IO(err, "read", c.path, "")
 	}
 	return buf, nil
 }
@@ -248,7 +249,7 @@ func (c *Cache) refresh(final bool) error {
 	}
 	var st syscall.Stat_t
 	if err := syscall.Fstat(int(c.f.Fd()), &st); err != nil {
-		return ioErr(err, "stat", c.path, "")
+		return errs.IO(err, "stat", c.path, "")
 	}
 	if st.Nlink != 1 {
 		// 0: unlinked, usually replaced by a compaction's rename. More

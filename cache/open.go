@@ -11,6 +11,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/convcache/convcache/internal/errs"
 	"github.com/convcache/convcache/internal/safefile"
 	"github.com/convcache/convcache/lock"
 )
@@ -129,7 +130,7 @@ func (c *Cache) openPath(path string) error {
 	}
 	if !c.readOnly {
 		if err := c.fs.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return ioErr(err, "create the cache directory", filepath.Dir(path), "set CONVCACHE_PATH to a writable location")
+			return errs.IO(err, "create the cache directory", filepath.Dir(path), "set CONVCACHE_PATH to a writable location")
 		}
 	}
 	c.fsType, c.networkFS = fsTypeOf(filepath.Dir(path))
@@ -156,7 +157,7 @@ func (c *Cache) openPath(path string) error {
 				c.lockRefused(lerr) // no file, and none will be made: finds miss
 				return nil
 			}
-			return ioErr(lerr, "create the lock file", c.lk.Path(), "make the directory writable or set CONVCACHE_PATH")
+			return errs.IO(lerr, "create the lock file", c.lk.Path(), "make the directory writable or set CONVCACHE_PATH")
 		}
 		defer lk.Unlock()
 		if err = c.createFile(); err != nil {
@@ -202,7 +203,7 @@ func (c *Cache) openData() (file, error) {
 			c.detach(err)
 			return nil, err
 		default:
-			return nil, ioErr(err, "open", c.path, "check the path")
+			return nil, errs.IO(err, "open", c.path, "check the path")
 		}
 	}
 	f, err := c.openChecked(os.O_RDONLY)
@@ -215,7 +216,7 @@ func (c *Cache) openData() (file, error) {
 		c.detach(err)
 		return nil, err
 	}
-	return nil, ioErr(err, "open", c.path, "check the path and its permissions")
+	return nil, errs.IO(err, "open", c.path, "check the path and its permissions")
 }
 
 // openChecked opens the data file without following a link at the path,
@@ -288,10 +289,10 @@ func (c *Cache) createFile() error {
 	// link fails if the file appeared meanwhile (a writer that does not
 	// take the lock): use theirs, never replace it.
 	if err := c.fs.Link(tmp, c.path); err != nil && !errors.Is(err, fs.ErrExist) {
-		return ioErr(err, "create", c.path, "make the directory writable or set CONVCACHE_PATH")
+		return errs.IO(err, "create", c.path, "make the directory writable or set CONVCACHE_PATH")
 	}
 	if err := syncDir(c.fs, filepath.Dir(c.path)); err != nil {
-		return ioErr(err, "sync directory of", c.path, "")
+		return errs.IO(err, "sync directory of", c.path, "")
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/convcache/convcache/internal/errs"
 	"github.com/convcache/convcache/internal/safefile"
 )
 
@@ -27,12 +28,12 @@ func writeTemp(fsys fileSystem, path string, data []byte, attrs safefile.Attrs) 
 		}
 	}
 	if err != nil {
-		return "", ioErr(err, "create a temporary file in", dir, "make the directory writable or set CONVCACHE_PATH")
+		return "", errs.IO(err, "create a temporary file in", dir, "make the directory writable or set CONVCACHE_PATH")
 	}
 	if err := attrs.Apply(f); err != nil {
 		f.Close()
 		fsys.Remove(name)
-		return "", ioErr(err, "set the mode and group of", name, "")
+		return "", errs.IO(err, "set the mode and group of", name, "")
 	}
 	_, err = f.Write(data)
 	if err == nil {
@@ -43,7 +44,7 @@ func writeTemp(fsys fileSystem, path string, data []byte, attrs safefile.Attrs) 
 	}
 	if err != nil {
 		fsys.Remove(name)
-		return "", ioErr(err, "write", name, "free some disk space")
+		return "", errs.IO(err, "write", name, "free some disk space")
 	}
 	return name, nil
 }
@@ -69,10 +70,10 @@ func replaceFileAs(fsys fileSystem, path string, data []byte, attrs safefile.Att
 	}
 	if err := fsys.Rename(tmp, path); err != nil {
 		fsys.Remove(tmp)
-		return ioErr(err, "rename a new file over", path, "")
+		return errs.IO(err, "rename a new file over", path, "")
 	}
 	if err := syncDir(fsys, filepath.Dir(path)); err != nil {
-		return ioErr(err, "sync the directory of", path, "")
+		return errs.IO(err, "sync the directory of", path, "")
 	}
 	dir, base := filepath.Split(path)
 	stale, _ := fsys.Glob(filepath.Join(dir, "."+base+".tmp-*"))

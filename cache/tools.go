@@ -13,6 +13,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/convcache/convcache/internal/errs"
 	"github.com/convcache/convcache/internal/safefile"
 	"github.com/convcache/convcache/internal/secenv"
 	"github.com/convcache/convcache/lock"
@@ -82,12 +83,12 @@ func ReadFile(path string) (*File, error) {
 		if errors.Is(err, safefile.ErrRefused) {
 			return nil, refusal(err, "not read")
 		}
-		return nil, ioErr(err, "read", path, "check the path (convcache stats shows the default)")
+		return nil, errs.IO(err, "read", path, "check the path (convcache stats shows the default)")
 	}
 	defer f.Close()
 	data, err := readAll(f)
 	if err != nil {
-		return nil, ioErr(err, "read", path, "")
+		return nil, errs.IO(err, "read", path, "")
 	}
 	return parseFile(path, data)
 }
@@ -265,7 +266,7 @@ func rewrite(path string, timeout time.Duration, create bool, fn func([]Entry) (
 	}
 	if create {
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return ioErr(err, "create the cache directory", filepath.Dir(path), "set CONVCACHE_PATH to a writable location")
+			return errs.IO(err, "create the cache directory", filepath.Dir(path), "set CONVCACHE_PATH to a writable location")
 		}
 	}
 	pol := toolPolicy()
@@ -281,7 +282,7 @@ func rewrite(path string, timeout time.Duration, create bool, fn func([]Entry) (
 		if errors.Is(err, lock.ErrRefused) {
 			return refusal(err, "the cache was not rewritten")
 		}
-		return ioErr(err, "lock", path+".lock", "check the directory's permissions")
+		return errs.IO(err, "lock", path+".lock", "check the directory's permissions")
 	}
 	defer lk.Unlock()
 	if !create && noFile(path) {
@@ -299,7 +300,7 @@ func rewrite(path string, timeout time.Duration, create bool, fn func([]Entry) (
 		}
 		f.Close()
 		if err != nil {
-			return ioErr(err, "read", path, "")
+			return errs.IO(err, "read", path, "")
 		}
 		cf, err := parseFile(path, data)
 		if err != nil {
@@ -310,7 +311,7 @@ func rewrite(path string, timeout time.Duration, create bool, fn func([]Entry) (
 		return refusal(err, "not rewritten")
 	case errors.Is(err, fs.ErrNotExist) && create:
 	default:
-		return ioErr(err, "read", path, "check the path (convcache stats shows the default)")
+		return errs.IO(err, "read", path, "check the path (convcache stats shows the default)")
 	}
 	out, err := fn(in)
 	if err != nil {
@@ -339,10 +340,10 @@ func WriteNew(path string, entries []Entry) error {
 		if errors.Is(err, fs.ErrExist) {
 			return exists()
 		}
-		return ioErr(err, "create", path, "check the directory's permissions")
+		return errs.IO(err, "create", path, "check the directory's permissions")
 	}
 	if err := syncDir(osFS{}, filepath.Dir(path)); err != nil {
-		return ioErr(err, "sync the directory of", path, "")
+		return errs.IO(err, "sync the directory of", path, "")
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/convcache/convcache/internal/errs"
 	"github.com/convcache/convcache/internal/safefile"
 )
 
@@ -44,7 +45,7 @@ func resolve(path string) (p string, refused, err error) {
 	p, err = safefile.Resolve(abs)
 	if err != nil {
 		if !errors.Is(err, safefile.ErrRefused) {
-			return "", nil, ioErr(err, "resolve", abs, "")
+			return "", nil, errs.IO(err, "resolve", abs, "")
 		}
 		refused = err
 	}
@@ -65,7 +66,7 @@ func refusal(err error, what string) error {
 	if what != "" {
 		what = ": " + what
 	}
-	return &detailErr{ErrAccess, err.Error() + what + hint}
+	return errs.Detail(ErrAccess, err.Error()+what+hint)
 }
 
 // Update is Rewrite for a cache file that may not exist yet: a missing file

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/convcache/convcache/internal/errs"
 	"github.com/convcache/convcache/lock"
 )
 
@@ -157,7 +158,7 @@ func (c *Cache) lockForWrite(full bool) (*lock.Lock, error) {
 			c.mu.Unlock()
 			return nil, fmt.Errorf("%w (%s): %s", ErrReadOnly, reason, c.path)
 		}
-		return nil, ioErr(err, "lock", c.lk.Path(), "make the cache directory writable")
+		return nil, errs.IO(err, "lock", c.lk.Path(), "make the cache directory writable")
 	}
 	c.mu.Lock()
 	c.stallUntil = time.Time{}
@@ -203,7 +204,7 @@ func (c *Cache) appendLocked(rec, extra []byte) error {
 		if err == nil {
 			err = io.ErrShortWrite
 		}
-		return ioErr(err, "append to", c.path, "free some disk space")
+		return errs.IO(err, "append to", c.path, "free some disk space")
 	}
 	c.off += int64(n)
 	c.journalPuts += int64(len(c.pending))
@@ -298,14 +299,14 @@ func (c *Cache) syncLocked() error {
 	for len(c.unsynced) > 0 {
 		f := c.unsynced[0]
 		if err := f.Sync(); err != nil {
-			return ioErr(err, "fsync", c.path, "")
+			return errs.IO(err, "fsync", c.path, "")
 		}
 		f.Close()
 		c.unsynced = c.unsynced[1:]
 	}
 	if c.dirty && c.f != nil {
 		if err := c.f.Sync(); err != nil {
-			return ioErr(err, "fsync", c.path, "")
+			return errs.IO(err, "fsync", c.path, "")
 		}
 		c.dirty = false
 	}
