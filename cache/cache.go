@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/convcache/convcache/internal/vfs"
 	"github.com/convcache/convcache/lock"
 )
 
@@ -18,7 +19,7 @@ type Cache struct {
 	scopeHash uint64
 	mode      Mode
 	opts      Options
-	fs        fileSystem
+	fs        vfs.FS
 	lk        *lock.File
 
 	idx    atomic.Pointer[index] // this scope's entries; read without locks
@@ -29,7 +30,7 @@ type Cache struct {
 	wsem chan struct{} // one writer of this handle at a time, before the file lock
 
 	mu          sync.Mutex // guards the fields below; never held while waiting for the file lock
-	f           file       // current data file; nil when none exists yet
+	f           vfs.File   // current data file; nil when none exists yet
 	off         int64      // file offset up to which frames have been applied
 	snapEnd     int64      // end of the leading snapshot frames: the journal starts here
 	snapEntries int64      // entries in the snapshot, all scopes
@@ -39,7 +40,7 @@ type Cache struct {
 	scopes      map[uint64]bool   // scope hashes named in the current file
 	pending     map[string][]byte // entries kept in memory, not yet in the file
 	dirty       bool              // appended since the last fsync
-	unsynced    []file            // replaced files holding appends not yet synced
+	unsynced    []vfs.File        // replaced files holding appends not yet synced
 	readOnly    bool              // never write the file
 	roReason    string
 	detached    bool // the file at the path may not be used: it is never read again

@@ -14,6 +14,7 @@ import (
 
 	"github.com/convcache/convcache/internal/errs"
 	"github.com/convcache/convcache/internal/safefile"
+	"github.com/convcache/convcache/internal/vfs"
 )
 
 // compact rewrites the file as a snapshot of every scope's current entries,
@@ -57,7 +58,7 @@ func (c *Cache) compact() error {
 	if err != nil {
 		return fmt.Errorf("%w: compaction of %s postponed", ErrLock, c.path)
 	}
-	buf, id, err := func() ([]byte, fileID, error) {
+	buf, id, err := func() ([]byte, vfs.FileID, error) {
 		defer lk.Unlock()
 		return c.readWhole()
 	}()
@@ -97,7 +98,7 @@ func (c *Cache) compact() error {
 		}
 		image, same, err := c.appendTail(image, id, end)
 		if err == nil && same {
-			err = replaceFile(c.fs, c.path, image)
+			err = vfs.Replace(c.fs, c.path, image)
 		}
 		return image, same, err
 	}()
@@ -165,33 +166,33 @@ func (c *Cache) foldInto(all *contents, ms int64) (written map[string][]byte) {
 
 // readWhole reads the whole file at the path and identifies it. A file
 // that is not a convcache file is never read further, or replaced.
-func (c *Cache) readWhole() ([]byte, fileID, error) {
+func (c *Cache) readWhole() ([]byte, vfs.FileID, error) {
 	f, err := c.openChecked(os.O_RDONLY) // a file that may not be used is not compacted either
 	if errors.Is(err, safefile.ErrRefused) {
-		return nil, fileID{}, err
+		return nil, vfs.FileID{}, err
 	}
 	if err != nil {
-		return nil, fileID{}, errs.IO(err, "open", c.path, "")
+		return nil, vfs.FileID{}, errs.IO(err, "open", c.path, "")
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, fileID{}, errs.IO(err, "stat", c.path, "")
+		return nil, vfs.FileID{}, errs.IO(err, "stat", c.path, "")
 	}
-	id, _ := idOf(fi)
+	id := vfs.IDOf(fi)
 	buf := make([]byte, fi.Size())
 	if _, err := f.ReadAt(buf, 0); err != nil {
-		return nil, fileID{}, errs.IO(err, "read", c.path, "")
+		return nil, vfs.FileID{}, errs.IO(err, "read", c.path, "")
 	}
 	if _, err := decodeHeader(buf[:min(len(buf), headerSize)]); err != nil {
-		return nil, fileID{}, err
+		return nil, vfs.FileID{}, err
 	}
 	return buf, id, nil
 }
 
 // appendTail appends to image the valid frames the file at the path holds
 // after offset from, if it is still the file id. Caller holds the file lock.
-func (c *Cache) appendTail(image []byte, id fileID, from int64) ([]byte, bool, error) {
+func (c *Cache) appendTail(image []byte, id vfs.FileID, from int64) ([]byte, bool, error) {
 	f, err := c.openChecked(os.O_RDONLY)
 	if err != nil {
 		return image, false, nil // gone: nothing to publish over
@@ -201,7 +202,7 @@ func (c *Cache) appendTail(image []byte, id fileID, from int64) ([]byte, bool, e
 	if err != nil {
 		return image, false, errs.IO(err, "stat", c.path, "")
 	}
-	if now, _ := idOf(fi); now != id || fi.Size() < from {
+	if now := vfs.IDOf(fi); now != id || fi.Size() < from {
 		return image, false, nil // another process compacted meanwhile
 	}
 	tail := make([]byte, fi.Size()-from)

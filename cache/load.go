@@ -13,12 +13,13 @@ import (
 
 	"github.com/convcache/convcache/internal/errs"
 	"github.com/convcache/convcache/internal/safefile"
+	"github.com/convcache/convcache/internal/vfs"
 )
 
 // adopt makes f the current data file: it validates the header, reads every
 // frame and swaps in a freshly built index. Caller holds mu. With final, a
 // damaged tail is consumed (the caller holds the file lock, or is opening).
-func (c *Cache) adopt(f file, final bool) error {
+func (c *Cache) adopt(f vfs.File, final bool) error {
 	fi, err := f.Stat()
 	if err != nil {
 		return errs.IO(err, "stat", c.path, "")
@@ -110,7 +111,7 @@ func (c *Cache) releaseScratch(size int64) {
 }
 
 // read returns size-off bytes of f from off, in the reusable read buffer.
-func (c *Cache) read(f file, off, size int64) ([]byte, error) {
+func (c *Cache) read(f vfs.File, off, size int64) ([]byte, error) {
 	n := int(size - off)
 	if cap(c.buf) < n {
 		c.buf = make([]byte, n)
@@ -258,7 +259,7 @@ func (c *Cache) refresh(final bool) error {
 		if err != nil {
 			return c.reopen(final)
 		}
-		if pid, _ := idOf(pi); pid != (fileID{uint64(st.Dev), st.Ino}) {
+		if pid := vfs.IDOf(pi); pid != (vfs.FileID{Dev: uint64(st.Dev), Ino: st.Ino}) {
 			return c.reopen(final)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/convcache/convcache/internal/errs"
 	"github.com/convcache/convcache/internal/safefile"
+	"github.com/convcache/convcache/internal/vfs"
 	"github.com/convcache/convcache/lock"
 )
 
@@ -60,7 +62,7 @@ func Open(path string, o *Options) (*Cache, error) {
 		pending:   map[string][]byte{},
 	}
 	if c.fs == nil {
-		c.fs = osFS{}
+		c.fs = vfs.OS{}
 	}
 	c.idx.Store(newIndex(0))
 	c.gen.Store(1)
@@ -98,6 +100,10 @@ func Open(path string, o *Options) (*Cache, error) {
 	return c, nil
 }
 
+// warnedFS remembers the files whose file system was already warned about,
+// so a process that opens several handles on one file warns once.
+var warnedFS sync.Map
+
 func (c *Cache) openPath(path string) error {
 	if path == "" {
 		p, err := DefaultPath()
@@ -108,7 +114,7 @@ func (c *Cache) openPath(path string) error {
 	}
 	// Compaction renames over the file itself, never over a symlink to it;
 	// a link another user planted is not followed at all.
-	path, refused, err := resolve(path)
+	path, refused, err := vfs.Resolve(path)
 	if err != nil {
 		return err
 	}
@@ -133,7 +139,7 @@ func (c *Cache) openPath(path string) error {
 			return errs.IO(err, "create the cache directory", filepath.Dir(path), "set CONVCACHE_PATH to a writable location")
 		}
 	}
-	c.fsType, c.networkFS = fsTypeOf(filepath.Dir(path))
+	c.fsType, c.networkFS = vfs.TypeOf(c.fs, filepath.Dir(path))
 	if _, seen := warnedFS.LoadOrStore(path, true); c.networkFS && !seen {
 		c.warnf("%s is on a network file system (%s): locks and rename are weaker there; prefer a local disk", path, c.fsType)
 	}
@@ -185,7 +191,7 @@ func (c *Cache) openPath(path string) error {
 // another user planted, not a regular file, another owner, writable by
 // group or others: see package internal/safefile) detaches the handle and
 // returns an error wrapping safefile.ErrRefused. Caller holds mu.
-func (c *Cache) openData() (file, error) {
+func (c *Cache) openData() (vfs.File, error) {
 	if c.detached {
 		return nil, &safefile.RefusedError{Path: c.path, Reason: c.roReason}
 	}
@@ -222,7 +228,7 @@ func (c *Cache) openData() (file, error) {
 // openChecked opens the data file without following a link at the path,
 // and checks the file it opened (never the path again) against the trust
 // rules. Compaction's reads and every re-open go through it.
-func (c *Cache) openChecked(flag int) (file, error) {
+func (c *Cache) openChecked(flag int) (vfs.File, error) {
 	f, err := c.fs.OpenFile(c.path, flag|safefile.OpenFlags, 0)
 	if err != nil {
 		return nil, safefile.OpenError(c.path, err)
@@ -281,7 +287,7 @@ func (c *Cache) lockRefused(err error) {
 // lock and mu.
 func (c *Cache) createFile() error {
 	attrs := safefile.NewFileAttrs(filepath.Dir(c.path), c.policy())
-	tmp, err := writeTemp(c.fs, c.path, encodeHeader(time.Now(), 0), attrs)
+	tmp, err := vfs.WriteTemp(c.fs, c.path, encodeHeader(time.Now(), 0), attrs)
 	if err != nil {
 		return err
 	}
@@ -291,7 +297,7 @@ func (c *Cache) createFile() error {
 	if err := c.fs.Link(tmp, c.path); err != nil && !errors.Is(err, fs.ErrExist) {
 		return errs.IO(err, "create", c.path, "make the directory writable or set CONVCACHE_PATH")
 	}
-	if err := syncDir(c.fs, filepath.Dir(c.path)); err != nil {
+	if err := vfs.SyncDir(c.fs, filepath.Dir(c.path)); err != nil {
 		return errs.IO(err, "sync directory of", c.path, "")
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/convcache/convcache/internal/secenv"
+	"github.com/convcache/convcache/internal/vfs"
 )
 
 // Limits on what a cache stores.
@@ -117,7 +118,7 @@ type Options struct {
 	// Warn receives one-line warnings. Nil means standard error.
 	Warn io.Writer
 
-	fs fileSystem // nil means the real file system; tests inject faults
+	fs vfs.FS // nil means the real file system (vfs.OS); tests inject faults
 }
 
 // DefaultPath returns the default cache file: $CONVCACHE_PATH, else

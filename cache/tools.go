@@ -16,6 +16,7 @@ import (
 	"github.com/convcache/convcache/internal/errs"
 	"github.com/convcache/convcache/internal/safefile"
 	"github.com/convcache/convcache/internal/secenv"
+	"github.com/convcache/convcache/internal/vfs"
 	"github.com/convcache/convcache/lock"
 )
 
@@ -129,7 +130,7 @@ func parseFile(path string, data []byte) (*File, error) {
 		f.Damage = append(f.Damage, Damage{Offset: d.off, Length: d.len, Tail: d.off+d.len == f.Size})
 	}
 	slices.SortFunc(f.Damage, func(a, b Damage) int { return cmp.Compare(a.Offset, b.Offset) })
-	f.FSType, f.NetworkFS = fsTypeOf(dirOf(path))
+	f.FSType, f.NetworkFS = vfs.TypeOf(vfs.OS{}, dirOf(path))
 	return f, nil
 }
 
@@ -317,7 +318,7 @@ func rewrite(path string, timeout time.Duration, create bool, fn func([]Entry) (
 	if err != nil {
 		return err
 	}
-	return replaceFileAs(osFS{}, path, EncodeFile(out, time.Now()), attrs)
+	return vfs.ReplaceAs(vfs.OS{}, path, EncodeFile(out, time.Now()), attrs)
 }
 
 // WriteNew writes a new cache file (mode 0600) holding entries at path,
@@ -331,7 +332,7 @@ func WriteNew(path string, entries []Entry) error {
 	if _, err := os.Lstat(path); err == nil {
 		return exists()
 	}
-	tmp, err := writeTemp(osFS{}, path, EncodeFile(entries, time.Now()), safefile.Private)
+	tmp, err := vfs.WriteTemp(vfs.OS{}, path, EncodeFile(entries, time.Now()), safefile.Private)
 	if err != nil {
 		return err
 	}
@@ -342,7 +343,7 @@ func WriteNew(path string, entries []Entry) error {
 		}
 		return errs.IO(err, "create", path, "check the directory's permissions")
 	}
-	if err := syncDir(osFS{}, filepath.Dir(path)); err != nil {
+	if err := vfs.SyncDir(vfs.OS{}, filepath.Dir(path)); err != nil {
 		return errs.IO(err, "sync the directory of", path, "")
 	}
 	return nil

@@ -1,4 +1,4 @@
-package cache
+package vfs
 
 import (
 	"errors"
@@ -12,13 +12,13 @@ import (
 	"github.com/convcache/convcache/internal/safefile"
 )
 
-// writeTemp writes data to a new temporary file beside the cache file at
+// WriteTemp writes data to a new temporary file beside the cache file at
 // path, gives it attrs (the mode and group of the file it will replace, or
 // of a new file), syncs it and returns its name.
-func writeTemp(fsys fileSystem, path string, data []byte, attrs safefile.Attrs) (string, error) {
+func WriteTemp(fsys FS, path string, data []byte, attrs safefile.Attrs) (string, error) {
 	dir, base := filepath.Split(path)
 	var name string
-	var f file
+	var f File
 	var err error
 	for i := 0; i < 100; i++ {
 		name = filepath.Join(dir, fmt.Sprintf(".%s.tmp-%d-%d", base, os.Getpid(), time.Now().UnixNano()+int64(i)))
@@ -49,22 +49,22 @@ func writeTemp(fsys fileSystem, path string, data []byte, attrs safefile.Attrs) 
 	return name, nil
 }
 
-// replaceFile atomically replaces path with data: a synced temporary file
+// Replace atomically replaces path with data: a synced temporary file
 // renamed over it, then the directory synced. A crash leaves the old file or
 // the new one. The new file keeps the old one's mode and group, so that
 // compacting a group-shared cache leaves it shared. Caller holds the file
 // lock, so temporary files left by dead compactions are removed too.
-func replaceFile(fsys fileSystem, path string, data []byte) error {
+func Replace(fsys FS, path string, data []byte) error {
 	attrs := safefile.Private
 	if fi, err := fsys.Stat(path); err == nil && fi.Mode().IsRegular() {
 		attrs = safefile.AttrsOf(fi)
 	}
-	return replaceFileAs(fsys, path, data, attrs)
+	return ReplaceAs(fsys, path, data, attrs)
 }
 
-// replaceFileAs is replaceFile giving the new file attrs.
-func replaceFileAs(fsys fileSystem, path string, data []byte, attrs safefile.Attrs) error {
-	tmp, err := writeTemp(fsys, path, data, attrs)
+// ReplaceAs is Replace giving the new file attrs.
+func ReplaceAs(fsys FS, path string, data []byte, attrs safefile.Attrs) error {
+	tmp, err := WriteTemp(fsys, path, data, attrs)
 	if err != nil {
 		return err
 	}
@@ -72,7 +72,7 @@ func replaceFileAs(fsys fileSystem, path string, data []byte, attrs safefile.Att
 		fsys.Remove(tmp)
 		return errs.IO(err, "rename a new file over", path, "")
 	}
-	if err := syncDir(fsys, filepath.Dir(path)); err != nil {
+	if err := SyncDir(fsys, filepath.Dir(path)); err != nil {
 		return errs.IO(err, "sync the directory of", path, "")
 	}
 	dir, base := filepath.Split(path)
