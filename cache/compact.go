@@ -67,7 +67,7 @@ func (c *Cache) compact() error {
 	}
 	var size int64
 	c.locked(func() { size = c.snapEntries + c.journalPuts }) // about the entries, as last seen (bounded hints)
-	all := readContentsSized(buf, int(min(size+size/8+1024, 1<<27)))
+	all := readContents(buf, int(min(size+size/8+1024, 1<<27)))
 	end := all.end // records appended after this are copied in step 3
 	if compactHook != nil {
 		compactHook()
@@ -147,8 +147,8 @@ func (c *Cache) foldInto(all *contents, ms int64) (written map[string][]byte) {
 	c.idx.Load().each(func(ch []byte, off int) {
 		if atomicLoad32(ch, off+8) == g {
 			k := entryKey(ch, off)
-			if i := all.find(c.scopeHash, xxhash.Sum64(k), k); i >= 0 {
-				all.recs[i].used = max(all.recs[i].used, ms)
+			if e := all.find(c.scopeHash, xxhash.Sum64(k), k); e != nil {
+				e.used = max(e.used, ms)
 			}
 		}
 	})

@@ -44,13 +44,10 @@ type mrec struct {
 }
 
 // newContents returns empty contents that may decode a file of fileBytes
-// bytes (see decodeBudget).
-func newContents(fileBytes int64) *contents { return newContentsSized(fileBytes, 0) }
-
-// newContentsSized is newContents for about n entries: a slice and map
-// that never grow spare no copies in a compaction of millions. n is a hint;
-// it is capped by what the file's bytes can hold.
-func newContentsSized(fileBytes int64, n int) *contents {
+// bytes (see decodeBudget), for about n entries: a slice and map that never
+// grow spare no copies in a compaction of millions. n is a hint; it is
+// capped by what the file's bytes can hold.
+func newContents(fileBytes int64, n int) *contents {
 	n = int(min(int64(n), fileBytes*expandFactor/minRecordCost+1024))
 	return &contents{
 		names:   map[uint64]string{},
@@ -61,16 +58,16 @@ func newContentsSized(fileBytes int64, n int) *contents {
 	}
 }
 
-// find returns the index of the record of (scope, key), or -1.
-func (c *contents) find(scope, khash uint64, key []byte) int32 {
+// find returns the record of (scope, key), or nil.
+func (c *contents) find(scope, khash uint64, key []byte) *mrec {
 	i, ok := c.byHash[[2]uint64{scope, khash}]
 	for ok && i >= 0 {
 		if bytes.Equal(c.recs[i].key, key) {
-			return i
+			return &c.recs[i]
 		}
 		i = c.recs[i].next
 	}
-	return -1
+	return nil
 }
 
 // put records a write. Later writes replace earlier ones. The slices must
@@ -78,9 +75,9 @@ func (c *contents) find(scope, khash uint64, key []byte) int32 {
 func (c *contents) put(scope uint64, r record) {
 	kh := xxhash.Sum64(r.key)
 	r.used = max(r.used, r.inserted)
-	if i := c.find(scope, kh, r.key); i >= 0 {
-		r.used = max(r.used, c.recs[i].used)
-		c.recs[i].record = r
+	if e := c.find(scope, kh, r.key); e != nil {
+		r.used = max(r.used, e.used)
+		e.record = r
 		return
 	}
 	id := [2]uint64{scope, kh}
@@ -147,12 +144,10 @@ func (c *contents) addFrame(f frame) {
 	}
 }
 
-// readContents parses a whole file image. The header must already be valid.
-func readContents(buf []byte) *contents { return readContentsSized(buf, 0) }
-
-// readContentsSized is readContents with a hint of the entries: n.
-func readContentsSized(buf []byte, n int) *contents {
-	c := newContentsSized(int64(len(buf)), n)
+// readContents parses a whole file image, with a hint of its entries: n.
+// The header must already be valid.
+func readContents(buf []byte, n int) *contents {
+	c := newContents(int64(len(buf)), n)
 	scanFrames(buf[headerSize:], headerSize, true, c.addFrame, func(d damage) {
 		c.damaged = append(c.damaged, d)
 	})

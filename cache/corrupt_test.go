@@ -190,7 +190,7 @@ func FuzzLoadFile(f *testing.F) {
 			return
 		}
 		defer c.Close()
-		want := readContents(data)
+		want := readContents(data, 0)
 		h := xxhash.Sum64String(sampleScope)
 		n := 0
 		want.each(func(e *mrec) {

@@ -111,7 +111,7 @@ func parseFile(path string, data []byte) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	f := &File{Path: path, Version: h.version, Created: h.created, Size: int64(len(data)), c: newContents(int64(len(data)))}
+	f := &File{Path: path, Version: h.version, Created: h.created, Size: int64(len(data)), c: newContents(int64(len(data)), 0)}
 	snapEnd := int64(headerSize)
 	scanFrames(data[headerSize:], headerSize, true, func(fr frame) {
 		if (fr.typ == frameSnapshot || fr.typ == framePad) && fr.off == snapEnd {
@@ -201,7 +201,7 @@ func ScopeHash(scope string) uint64 { return xxhash.Sum64String(scope) }
 // as a compacted snapshot), for tools that build files, such as merge and
 // export bundles.
 func EncodeFile(entries []Entry, created time.Time) []byte {
-	c := newContents(0)
+	c := newContents(0, 0)
 	for _, e := range entries {
 		h := e.ScopeHash
 		if h == 0 || e.Scope != "" {
