@@ -13,6 +13,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/convcache/convcache/internal/errs"
+	"github.com/convcache/convcache/internal/format"
 	"github.com/convcache/convcache/internal/safefile"
 	"github.com/convcache/convcache/internal/vfs"
 )
@@ -67,8 +68,8 @@ func (c *Cache) compact() error {
 	}
 	var size int64
 	c.locked(func() { size = c.snapEntries + c.journalPuts }) // about the entries, as last seen (bounded hints)
-	all := readContents(buf, int(min(size+size/8+1024, 1<<27)))
-	end := all.end // records appended after this are copied in step 3
+	all := format.ReadContents(buf, int(min(size+size/8+1024, 1<<27)))
+	end := all.End // records appended after this are copied in step 3
 	if compactHook != nil {
 		compactHook()
 	}
@@ -78,9 +79,9 @@ func (c *Cache) compact() error {
 	ms := start.UnixMilli()
 	var written map[string][]byte
 	c.locked(func() { written = c.foldInto(all, ms) })
-	evicted := all.evict(c.opts.MaxEntries, c.opts.MaxBytes)
-	entries, oldSize := all.live, len(buf)
-	image := all.encode(start)
+	evicted := all.Evict(c.opts.MaxEntries, c.opts.MaxBytes)
+	entries, oldSize := all.Live(), len(buf)
+	image := all.Encode(start)
 	all, buf = nil, nil // garbage from here
 	if oldSize > 16<<20 {
 		runtime.GC() // free the old image before the new index is built
@@ -142,13 +143,13 @@ func (c *Cache) locked(fn func()) {
 
 // foldInto adds this handle's recent hits (as uses at ms) and its entries
 // not yet written to all, and returns the latter. Caller holds mu.
-func (c *Cache) foldInto(all *contents, ms int64) (written map[string][]byte) {
+func (c *Cache) foldInto(all *format.Contents, ms int64) (written map[string][]byte) {
 	g := c.gen.Load()
 	c.idx.Load().each(func(ch []byte, off int) {
 		if atomicLoad32(ch, off+8) == g {
 			k := entryKey(ch, off)
-			if e := all.find(c.scopeHash, xxhash.Sum64(k), k); e != nil {
-				e.used = max(e.used, ms)
+			if e := all.Find(c.scopeHash, xxhash.Sum64(k), k); e != nil {
+				e.Used = max(e.Used, ms)
 			}
 		}
 	})
@@ -156,10 +157,10 @@ func (c *Cache) foldInto(all *contents, ms int64) (written map[string][]byte) {
 	written = make(map[string][]byte, len(c.pending))
 	for k, v := range c.pending {
 		written[k] = v
-		all.put(c.scopeHash, record{key: []byte(k), value: v, inserted: ms, used: ms})
+		all.Put(c.scopeHash, format.Record{Key: []byte(k), Value: v, Inserted: ms, Used: ms})
 	}
-	if all.names[c.scopeHash] == "" {
-		all.names[c.scopeHash] = c.scope
+	if all.Names[c.scopeHash] == "" {
+		all.Names[c.scopeHash] = c.scope
 	}
 	return written
 }
@@ -184,7 +185,7 @@ func (c *Cache) readWhole() ([]byte, vfs.FileID, error) {
 	if _, err := f.ReadAt(buf, 0); err != nil {
 		return nil, vfs.FileID{}, errs.IO(err, "read", c.path, "")
 	}
-	if _, err := decodeHeader(buf[:min(len(buf), headerSize)]); err != nil {
+	if _, err := format.DecodeHeader(buf[:min(len(buf), format.HeaderSize)]); err != nil {
 		return nil, vfs.FileID{}, err
 	}
 	return buf, id, nil
@@ -209,9 +210,9 @@ func (c *Cache) appendTail(image []byte, id vfs.FileID, from int64) ([]byte, boo
 	if _, err := f.ReadAt(tail, from); err != nil {
 		return image, false, errs.IO(err, "read", c.path, "")
 	}
-	scanFrames(tail, from, true, func(fr frame) {
-		n := frameHeader + len(fr.payload)
-		image = append(image, tail[fr.off-from:fr.off-from+int64(n)]...)
+	format.Scan(tail, from, true, func(fr format.Frame) {
+		n := format.FrameHeaderSize + len(fr.Payload)
+		image = append(image, tail[fr.Off-from:fr.Off-from+int64(n)]...)
 	}, nil)
 	return image, true, nil
 }

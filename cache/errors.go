@@ -50,12 +50,3 @@ var (
 	// ErrMiss reports a miss in strict mode.
 	ErrMiss = errs.ErrMiss
 )
-
-// Finer causes, each wrapping one of the errors above.
-var (
-	errEmpty           = errs.Detail(ErrFormat, "file is empty")
-	errForeign         = errs.Detail(ErrFormat, "unknown magic number (not a convcache file)")
-	errNewer           = errs.Detail(ErrFormat, "format version is newer than this library")
-	errTruncatedHeader = errs.Detail(ErrCorrupt, "file header is truncated")
-	errHeaderChecksum  = errs.Detail(ErrCorrupt, "file header checksum mismatch")
-)

@@ -12,6 +12,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/convcache/convcache/internal/errs"
+	"github.com/convcache/convcache/internal/format"
 	"github.com/convcache/convcache/internal/safefile"
 	"github.com/convcache/convcache/internal/vfs"
 )
@@ -29,14 +30,14 @@ func (c *Cache) adopt(f vfs.File, final bool) error {
 	if err != nil {
 		return err
 	}
-	h, err := decodeHeader(buf[:min(len(buf), headerSize)])
+	h, err := format.DecodeHeader(buf[:min(len(buf), format.HeaderSize)])
 	if err != nil {
-		if errors.Is(err, errNewer) {
-			return fmt.Errorf("%s: %w (version %d; this library reads up to %d): upgrade convcache or use another CONVCACHE_PATH", c.path, err, h.version, FormatVersion)
+		if errors.Is(err, format.ErrNewer) {
+			return fmt.Errorf("%s: %w (version %d; this library reads up to %d): upgrade convcache or use another CONVCACHE_PATH", c.path, err, h.Version, format.Version)
 		}
 		return fmt.Errorf("%s: %w: the file was left untouched; move it aside or set CONVCACHE_PATH to another file", c.path, err)
 	}
-	budget := newDecodeBudget(size)
+	budget := format.NewBudget(size)
 	ix, scopes, lay := c.build(buf, final, &budget)
 	defer c.releaseScratch(size)
 	// Entries kept in memory survive the swap.
@@ -54,8 +55,8 @@ func (c *Cache) adopt(f vfs.File, final bool) error {
 		}
 	}
 	c.f, c.dirty = f, false
-	c.off, c.snapEnd, c.created, c.scopes = lay.end, lay.snapEnd, h.created, scopes
-	c.compacted = h.flags&headerCompacted != 0 || lay.snapEnd > headerSize
+	c.off, c.snapEnd, c.created, c.scopes = lay.end, lay.snapEnd, h.Created, scopes
+	c.compacted = h.Flags&format.HeaderCompacted != 0 || lay.snapEnd > format.HeaderSize
 	c.snapEntries, c.journalPuts = lay.snapEntries, lay.journalPuts
 	c.budget, c.budgetEnd, c.tailMark = budget, size, tailMark{}
 	if lay.end < size {
@@ -139,30 +140,30 @@ type layout struct {
 // no more than budget allows.
 //
 // A snapshot chunk's entry count is only a hint, bounded by the chunk's
-// bytes (chunkEntries): it sizes the index and counts the snapshot for
+// bytes (format.ChunkEntries): it sizes the index and counts the snapshot for
 // needCompact, so a forged count can neither make the index huge nor keep
 // the journal from being compacted.
-func (c *Cache) build(buf []byte, final bool, budget *decodeBudget) (ix *index, scopes map[uint64]bool, lay layout) {
+func (c *Cache) build(buf []byte, final bool, budget *format.Budget) (ix *index, scopes map[uint64]bool, lay layout) {
 	scopes = map[uint64]bool{}
-	var frames []frame
+	var frames []format.Frame
 	var hint int64
-	lay.snapEnd = headerSize
-	lay.end = headerSize + scanFrames(buf[headerSize:], headerSize, final, func(f frame) {
-		head, isSnap := decodeSnapshotHead(f.payload)
-		isSnap = isSnap && f.typ == frameSnapshot
-		entries := chunkEntries(head.count, len(f.payload))
-		if (isSnap || f.typ == framePad) && f.off == lay.snapEnd {
-			lay.snapEnd = f.off + frameHeader + int64(len(f.payload))
+	lay.snapEnd = format.HeaderSize
+	lay.end = format.HeaderSize + format.Scan(buf[format.HeaderSize:], format.HeaderSize, final, func(f format.Frame) {
+		head, isSnap := format.DecodeSnapshotHead(f.Payload)
+		isSnap = isSnap && f.Type == format.TypeSnapshot
+		entries := format.ChunkEntries(head.Count, len(f.Payload))
+		if (isSnap || f.Type == format.TypePad) && f.Off == lay.snapEnd {
+			lay.snapEnd = f.Off + format.FrameHeaderSize + int64(len(f.Payload))
 			if isSnap {
 				lay.snapEntries += entries
 			}
 		}
-		if f.typ == framePut {
+		if f.Type == format.TypePut {
 			lay.journalPuts++
 		}
-		if isSnap && head.scopeHash == c.scopeHash {
+		if isSnap && head.Scope == c.scopeHash {
 			hint += entries
-		} else if f.typ == framePut {
+		} else if f.Type == format.TypePut {
 			hint++
 		}
 		frames = append(frames, f)
@@ -174,48 +175,48 @@ func (c *Cache) build(buf []byte, final bool, budget *decodeBudget) (ix *index, 
 	return ix, scopes, lay
 }
 
-func (c *Cache) noteDamage(d damage) {
-	c.st.damaged.Add(uint64(d.len))
+func (c *Cache) noteDamage(d format.Damage) {
+	c.st.damaged.Add(uint64(d.Len))
 }
 
 // apply adds one frame's entries of this scope to ix, decoding no more
 // than budget allows. Caller holds mu.
-func (c *Cache) apply(ix *index, scopes map[uint64]bool, f frame, budget *decodeBudget) {
-	switch f.typ {
-	case framePut:
-		p, ok := decodePut(f.payload)
+func (c *Cache) apply(ix *index, scopes map[uint64]bool, f format.Frame, budget *format.Budget) {
+	switch f.Type {
+	case format.TypePut:
+		p, ok := format.DecodePut(f.Payload)
 		if !ok {
-			c.noteDamage(damage{f.off, int64(len(f.payload))})
+			c.noteDamage(format.Damage{Off: f.Off, Len: int64(len(f.Payload))})
 			return
 		}
-		if p.scope == c.scopeHash {
-			ix.put(p.key, p.value, xxhash.Sum64(p.key), entryFromFile, 0)
+		if p.Scope == c.scopeHash {
+			ix.put(p.Key, p.Value, xxhash.Sum64(p.Key), entryFromFile, 0)
 		}
-	case frameScope:
-		if h, name, ok := decodeScope(f.payload); ok {
+	case format.TypeScope:
+		if h, name, ok := format.DecodeScope(f.Payload); ok {
 			scopes[h] = true
 			if h == c.scopeHash && name != c.scope && !c.warnedBroke {
 				c.warnedBroke = true
 				c.warnf("%s: scope %q collides with %q (64-bit hash); results may mix", c.path, c.scope, name)
 			}
 		}
-	case frameSnapshot:
-		head, ok := decodeSnapshotHead(f.payload)
+	case format.TypeSnapshot:
+		head, ok := format.DecodeSnapshotHead(f.Payload)
 		if !ok {
 			return
 		}
-		scopes[head.scopeHash] = true
-		if head.scopeHash != c.scopeHash {
+		scopes[head.Scope] = true
+		if head.Scope != c.scopeHash {
 			return // another scope's chunk: not even decompressed
 		}
 		var err error
-		_, c.recs, c.zbuf, err = decodeSnapshot(f, c.zbuf, c.recs[:0], false, budget)
+		_, c.recs, c.zbuf, err = format.DecodeSnapshot(f, c.zbuf, c.recs[:0], false, budget)
 		if err != nil {
-			c.noteDamage(damage{f.off, int64(len(f.payload))})
+			c.noteDamage(format.Damage{Off: f.Off, Len: int64(len(f.Payload))})
 			return
 		}
 		for _, r := range c.recs {
-			ix.put(r.key, r.value, xxhash.Sum64(r.key), entryFromFile, 0)
+			ix.put(r.Key, r.Value, xxhash.Sum64(r.Key), entryFromFile, 0)
 		}
 		clear(c.recs)
 	}
@@ -277,17 +278,17 @@ func (c *Cache) refresh(final bool) error {
 		return err
 	}
 	if size > c.budgetEnd {
-		c.budget.grow(size - c.budgetEnd)
+		c.budget.Grow(size - c.budgetEnd)
 		c.budgetEnd = size
 	}
 	ix := c.idx.Load()
-	tail := damage{off: -1}
-	c.off += scanFrames(buf, c.off, final, func(f frame) {
-		if f.typ == framePut {
+	tail := format.Damage{Off: -1}
+	c.off += format.Scan(buf, c.off, final, func(f format.Frame) {
+		if f.Type == format.TypePut {
 			c.journalPuts++
 		}
 		c.apply(ix, c.scopes, f, &c.budget)
-	}, func(d damage) {
+	}, func(d format.Damage) {
 		c.noteDamage(d)
 		tail = d
 	})
@@ -295,13 +296,13 @@ func (c *Cache) refresh(final bool) error {
 	if c.off < size {
 		c.tailMark = markOfStat(&st)
 	}
-	if final && tail.off >= 0 && tail.off+tail.len == size && !c.readOnly {
+	if final && tail.Off >= 0 && tail.Off+tail.Len == size && !c.readOnly {
 		// A torn tail: a writer died mid-append (SIGKILL can cut a write
 		// between pages). We hold the lock, so nobody is writing, and no
 		// reader has read past an unfinished tail: cut it off before
 		// appending, so the journal never holds damage between records.
-		if err := c.f.Truncate(tail.off); err == nil {
-			c.off = tail.off
+		if err := c.f.Truncate(tail.Off); err == nil {
+			c.off = tail.Off
 		}
 	}
 	return nil

@@ -13,6 +13,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/convcache/convcache/internal/errs"
+	"github.com/convcache/convcache/internal/format"
 	"github.com/convcache/convcache/internal/safefile"
 	"github.com/convcache/convcache/internal/vfs"
 	"github.com/convcache/convcache/lock"
@@ -287,7 +288,7 @@ func (c *Cache) lockRefused(err error) {
 // lock and mu.
 func (c *Cache) createFile() error {
 	attrs := safefile.NewFileAttrs(filepath.Dir(c.path), c.policy())
-	tmp, err := vfs.WriteTemp(c.fs, c.path, encodeHeader(time.Now(), 0), attrs)
+	tmp, err := vfs.WriteTemp(c.fs, c.path, format.EncodeHeader(time.Now(), 0), attrs)
 	if err != nil {
 		return err
 	}

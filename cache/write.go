@@ -11,6 +11,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/convcache/convcache/internal/errs"
+	"github.com/convcache/convcache/internal/format"
 	"github.com/convcache/convcache/lock"
 )
 
@@ -85,7 +86,7 @@ func (c *Cache) insert(key, value []byte, toRemote bool) error {
 			return nil
 		}
 	}
-	rec := appendPutFrame(nil, c.scopeHash, time.Now().UnixMilli(), key, value)
+	rec := format.AppendPutFrame(nil, c.scopeHash, time.Now().UnixMilli(), key, value)
 	lk, err := c.lockForWrite(false)
 	if err != nil {
 		c.mu.Lock()
@@ -188,11 +189,11 @@ func (c *Cache) appendLocked(rec, extra []byte) error {
 	}
 	var buf []byte
 	if puts && !c.scopes[c.scopeHash] {
-		buf = encodeScopeFrame(buf, c.scopeHash, c.scope) // name the scope before its first put
+		buf = format.AppendScopeFrame(buf, c.scopeHash, c.scope) // name the scope before its first put
 	}
 	now := time.Now().UnixMilli()
 	for k, v := range c.pending {
-		buf = appendPutFrame(buf, c.scopeHash, now, []byte(k), v)
+		buf = format.AppendPutFrame(buf, c.scopeHash, now, []byte(k), v)
 	}
 	buf = append(buf, rec...)
 	buf = append(buf, extra...)
@@ -330,5 +331,5 @@ func (c *Cache) touchFrame(dst []byte) []byte {
 	p := make([]byte, 16, 16+len(hashes))
 	binary.LittleEndian.PutUint64(p, c.scopeHash)
 	binary.LittleEndian.PutUint64(p[8:], uint64(time.Now().UnixMilli()))
-	return appendFrame(dst, frameTouch, 0, append(p, hashes...))
+	return format.AppendFrame(dst, format.TypeTouch, 0, append(p, hashes...))
 }
