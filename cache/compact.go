@@ -2,259 +2,21 @@ package cache
 
 import (
 	"bytes"
-	"cmp"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"runtime"
 	"runtime/debug"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/convcache/convcache/internal/errs"
+	"github.com/convcache/convcache/internal/format"
 	"github.com/convcache/convcache/internal/safefile"
+	"github.com/convcache/convcache/internal/vfs"
 )
-
-// contents is every entry of every scope in one file image, merged: the
-// last write of a key wins, and use times include touch frames. It is what
-// compaction and the tools work on.
-//
-// It is built for a file of millions of entries: records sit in one slice
-// (their keys and values alias the file image or the decoded snapshot
-// chunks; nothing is copied), found through a map from (scope, key hash) to
-// the first record with that hash, the rest chained. About 110 bytes per
-// entry besides the image, where a map keyed by scope and key strings took
-// about 250.
-type contents struct {
-	names   map[uint64]string // scope hash -> name ("" if never named)
-	recs    []mrec
-	byHash  map[[2]uint64]int32 // (scope hash, key hash) -> index of the first such record
-	live    int                 // records not evicted
-	touches map[[2]uint64]int64
-	damaged []damage
-	frames  int
-	end     int64        // offset after the last valid frame
-	budget  decodeBudget // what is left to decode
-	scratch []byte       // encoding scratch
-	zbuf    []byte       // decoding scratch
-	chunk   []record     // one chunk's records, before they are merged
-}
-
-type mrec struct {
-	scope uint64
-	khash uint64
-	record
-	next int32 // next record with the same scope and key hash, or -1
-	dead bool  // evicted
-}
-
-// newContents returns empty contents that may decode a file of fileBytes
-// bytes (see decodeBudget).
-func newContents(fileBytes int64) *contents { return newContentsSized(fileBytes, 0) }
-
-// newContentsSized is newContents for about n entries: a slice and map
-// that never grow spare no copies in a compaction of millions. n is a hint;
-// it is capped by what the file's bytes can hold.
-func newContentsSized(fileBytes int64, n int) *contents {
-	n = int(min(int64(n), fileBytes*expandFactor/minRecordCost+1024))
-	return &contents{
-		names:   map[uint64]string{},
-		recs:    make([]mrec, 0, n),
-		byHash:  make(map[[2]uint64]int32, n),
-		touches: map[[2]uint64]int64{},
-		budget:  newDecodeBudget(fileBytes),
-	}
-}
-
-// find returns the index of the record of (scope, key), or -1.
-func (c *contents) find(scope, khash uint64, key []byte) int32 {
-	i, ok := c.byHash[[2]uint64{scope, khash}]
-	for ok && i >= 0 {
-		if bytes.Equal(c.recs[i].key, key) {
-			return i
-		}
-		i = c.recs[i].next
-	}
-	return -1
-}
-
-// put records a write. Later writes replace earlier ones. The slices must
-// stay valid as long as c.
-func (c *contents) put(scope uint64, r record) {
-	kh := xxhash.Sum64(r.key)
-	r.used = max(r.used, r.inserted)
-	if i := c.find(scope, kh, r.key); i >= 0 {
-		r.used = max(r.used, c.recs[i].used)
-		c.recs[i].record = r
-		return
-	}
-	id := [2]uint64{scope, kh}
-	head, ok := c.byHash[id]
-	if !ok {
-		head = -1
-	}
-	c.recs = append(c.recs, mrec{scope: scope, khash: kh, record: r, next: head})
-	c.byHash[id] = int32(len(c.recs) - 1)
-	c.live++
-}
-
-// each calls fn for every record that was not evicted.
-func (c *contents) each(fn func(e *mrec)) {
-	for i := range c.recs {
-		if !c.recs[i].dead {
-			fn(&c.recs[i])
-		}
-	}
-}
-
-// addFrame folds one frame in.
-func (c *contents) addFrame(f frame) {
-	c.frames++
-	c.end = f.off + frameHeader + int64(len(f.payload))
-	switch f.typ {
-	case framePut:
-		if p, ok := decodePut(f.payload); ok {
-			c.put(p.scope, record{key: p.key, value: p.value, inserted: p.time, used: p.time})
-		} else {
-			c.damaged = append(c.damaged, damage{f.off, int64(len(f.payload)) + frameHeader})
-		}
-	case frameScope:
-		if h, name, ok := decodeScope(f.payload); ok && ScopeHash(name) == h {
-			c.names[h] = name
-		}
-	case frameTouch:
-		if len(f.payload) >= 16 {
-			scope := binary.LittleEndian.Uint64(f.payload)
-			t := int64(binary.LittleEndian.Uint64(f.payload[8:]))
-			for p := f.payload[16:]; len(p) >= 8; p = p[8:] {
-				k := [2]uint64{scope, binary.LittleEndian.Uint64(p)}
-				c.touches[k] = max(c.touches[k], t)
-			}
-		}
-	case frameSnapshot:
-		// Keep each chunk's decoded bytes: the records alias them. The
-		// budget bounds how many bytes that can be.
-		var scope string
-		var err error
-		scope, c.chunk, c.zbuf, err = decodeSnapshot(f, c.zbuf, c.chunk[:0], true, &c.budget)
-		if err != nil {
-			c.damaged = append(c.damaged, damage{f.off, int64(len(f.payload)) + frameHeader})
-			return
-		}
-		head, _ := decodeSnapshotHead(f.payload)
-		if scope != "" && ScopeHash(scope) == head.scopeHash {
-			c.names[head.scopeHash] = scope
-		}
-		for _, r := range c.chunk {
-			c.put(head.scopeHash, r)
-		}
-		clear(c.chunk)
-	}
-}
-
-// readContents parses a whole file image. The header must already be valid.
-func readContents(buf []byte) *contents { return readContentsSized(buf, 0) }
-
-// readContentsSized is readContents with a hint of the entries: n.
-func readContentsSized(buf []byte, n int) *contents {
-	c := newContentsSized(int64(len(buf)), n)
-	scanFrames(buf[headerSize:], headerSize, true, c.addFrame, func(d damage) {
-		c.damaged = append(c.damaged, d)
-	})
-	c.applyTouches()
-	return c
-}
-
-func (c *contents) applyTouches() {
-	if len(c.touches) == 0 {
-		return
-	}
-	c.each(func(e *mrec) {
-		if t, ok := c.touches[[2]uint64{e.scope, e.khash}]; ok {
-			e.used = max(e.used, t)
-		}
-	})
-	clear(c.touches)
-}
-
-func recBytes(e *mrec) int64 { return int64(len(e.key) + len(e.value) + 16) }
-
-// evict removes the least recently used entries until the contents are
-// below 90% of each bound that is exceeded. It returns how many it removed.
-func (c *contents) evict(maxEntries, maxBytes int64) int {
-	n := int64(c.live)
-	var size int64
-	c.each(func(e *mrec) { size += recBytes(e) })
-	if (maxEntries <= 0 || n <= maxEntries) && (maxBytes <= 0 || size <= maxBytes) {
-		return 0
-	}
-	targetN, targetB := n, size
-	if maxEntries > 0 && n > maxEntries {
-		targetN = maxEntries * 9 / 10
-	}
-	if maxBytes > 0 && size > maxBytes {
-		targetB = maxBytes * 9 / 10
-	}
-	order := make([]int32, 0, c.live)
-	for i := range c.recs {
-		if !c.recs[i].dead {
-			order = append(order, int32(i))
-		}
-	}
-	slices.SortFunc(order, func(a, b int32) int {
-		ea, eb := &c.recs[a], &c.recs[b]
-		return cmp.Or(cmp.Compare(ea.used, eb.used), cmp.Compare(ea.inserted, eb.inserted),
-			cmp.Compare(ea.scope, eb.scope), bytes.Compare(ea.key, eb.key))
-	})
-	evicted := 0
-	for _, i := range order {
-		if n <= targetN && size <= targetB {
-			break
-		}
-		e := &c.recs[i]
-		size -= recBytes(e)
-		n--
-		e.dead = true
-		c.live--
-		evicted++
-	}
-	return evicted
-}
-
-// encode writes a complete file image: a header and one run of snapshot
-// chunks per scope, keys sorted so that similar keys compress together.
-//
-// If the chunks would cost a reader more than expandFactor times the
-// image's size (values that compress extremely well), pad frames follow
-// them: a reader's decodeBudget then always covers a file this package
-// wrote, and the budget stays a bound on what a hostile file can cost.
-func (c *contents) encode(created time.Time) []byte {
-	byScope := map[uint64][]*mrec{}
-	c.each(func(e *mrec) { byScope[e.scope] = append(byScope[e.scope], e) })
-	scopes := make([]uint64, 0, len(byScope))
-	for s := range byScope {
-		scopes = append(scopes, s)
-	}
-	slices.Sort(scopes)
-	out := encodeHeader(created, headerCompacted)
-	var recs []record
-	var cost int64
-	for _, s := range scopes {
-		es := byScope[s]
-		slices.SortFunc(es, func(a, b *mrec) int { return bytes.Compare(a.key, b.key) })
-		recs = recs[:0]
-		for _, e := range es {
-			recs = append(recs, e.record)
-		}
-		var n int64
-		out, c.scratch, n = appendSnapshotFrames(out, s, c.names[s], recs, c.scratch)
-		cost += n
-	}
-	return appendPadding(out, (cost+expandFactor-1)/expandFactor)
-}
 
 // compact rewrites the file as a snapshot of every scope's current entries,
 // evicting the least recently used beyond the bounds. The caller holds
@@ -297,7 +59,7 @@ func (c *Cache) compact() error {
 	if err != nil {
 		return fmt.Errorf("%w: compaction of %s postponed", ErrLock, c.path)
 	}
-	buf, id, err := func() ([]byte, fileID, error) {
+	buf, id, err := func() ([]byte, vfs.FileID, error) {
 		defer lk.Unlock()
 		return c.readWhole()
 	}()
@@ -306,8 +68,8 @@ func (c *Cache) compact() error {
 	}
 	var size int64
 	c.locked(func() { size = c.snapEntries + c.journalPuts }) // about the entries, as last seen (bounded hints)
-	all := readContentsSized(buf, int(min(size+size/8+1024, 1<<27)))
-	end := all.end // records appended after this are copied in step 3
+	all := format.ReadContents(buf, int(min(size+size/8+1024, 1<<27)))
+	end := all.End // records appended after this are copied in step 3
 	if compactHook != nil {
 		compactHook()
 	}
@@ -317,9 +79,9 @@ func (c *Cache) compact() error {
 	ms := start.UnixMilli()
 	var written map[string][]byte
 	c.locked(func() { written = c.foldInto(all, ms) })
-	evicted := all.evict(c.opts.MaxEntries, c.opts.MaxBytes)
-	entries, oldSize := all.live, len(buf)
-	image := all.encode(start)
+	evicted := all.Evict(c.opts.MaxEntries, c.opts.MaxBytes)
+	entries, oldSize := all.Live(), len(buf)
+	image := all.Encode(start)
 	all, buf = nil, nil // garbage from here
 	if oldSize > 16<<20 {
 		runtime.GC() // free the old image before the new index is built
@@ -337,7 +99,7 @@ func (c *Cache) compact() error {
 		}
 		image, same, err := c.appendTail(image, id, end)
 		if err == nil && same {
-			err = replaceFile(c.fs, c.path, image)
+			err = vfs.Replace(c.fs, c.path, image)
 		}
 		return image, same, err
 	}()
@@ -381,13 +143,13 @@ func (c *Cache) locked(fn func()) {
 
 // foldInto adds this handle's recent hits (as uses at ms) and its entries
 // not yet written to all, and returns the latter. Caller holds mu.
-func (c *Cache) foldInto(all *contents, ms int64) (written map[string][]byte) {
+func (c *Cache) foldInto(all *format.Contents, ms int64) (written map[string][]byte) {
 	g := c.gen.Load()
 	c.idx.Load().each(func(ch []byte, off int) {
 		if atomicLoad32(ch, off+8) == g {
 			k := entryKey(ch, off)
-			if i := all.find(c.scopeHash, xxhash.Sum64(k), k); i >= 0 {
-				all.recs[i].used = max(all.recs[i].used, ms)
+			if e := all.Find(c.scopeHash, xxhash.Sum64(k), k); e != nil {
+				e.Used = max(e.Used, ms)
 			}
 		}
 	})
@@ -395,43 +157,43 @@ func (c *Cache) foldInto(all *contents, ms int64) (written map[string][]byte) {
 	written = make(map[string][]byte, len(c.pending))
 	for k, v := range c.pending {
 		written[k] = v
-		all.put(c.scopeHash, record{key: []byte(k), value: v, inserted: ms, used: ms})
+		all.Put(c.scopeHash, format.Record{Key: []byte(k), Value: v, Inserted: ms, Used: ms})
 	}
-	if all.names[c.scopeHash] == "" {
-		all.names[c.scopeHash] = c.scope
+	if all.Names[c.scopeHash] == "" {
+		all.Names[c.scopeHash] = c.scope
 	}
 	return written
 }
 
 // readWhole reads the whole file at the path and identifies it. A file
 // that is not a convcache file is never read further, or replaced.
-func (c *Cache) readWhole() ([]byte, fileID, error) {
+func (c *Cache) readWhole() ([]byte, vfs.FileID, error) {
 	f, err := c.openChecked(os.O_RDONLY) // a file that may not be used is not compacted either
 	if errors.Is(err, safefile.ErrRefused) {
-		return nil, fileID{}, err
+		return nil, vfs.FileID{}, err
 	}
 	if err != nil {
-		return nil, fileID{}, ioErr(err, "open", c.path, "")
+		return nil, vfs.FileID{}, errs.IO(err, "open", c.path, "")
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, fileID{}, ioErr(err, "stat", c.path, "")
+		return nil, vfs.FileID{}, errs.IO(err, "stat", c.path, "")
 	}
-	id, _ := idOf(fi)
+	id := vfs.IDOf(fi)
 	buf := make([]byte, fi.Size())
 	if _, err := f.ReadAt(buf, 0); err != nil {
-		return nil, fileID{}, ioErr(err, "read", c.path, "")
+		return nil, vfs.FileID{}, errs.IO(err, "read", c.path, "")
 	}
-	if _, err := decodeHeader(buf[:min(len(buf), headerSize)]); err != nil {
-		return nil, fileID{}, err
+	if _, err := format.DecodeHeader(buf[:min(len(buf), format.HeaderSize)]); err != nil {
+		return nil, vfs.FileID{}, err
 	}
 	return buf, id, nil
 }
 
 // appendTail appends to image the valid frames the file at the path holds
 // after offset from, if it is still the file id. Caller holds the file lock.
-func (c *Cache) appendTail(image []byte, id fileID, from int64) ([]byte, bool, error) {
+func (c *Cache) appendTail(image []byte, id vfs.FileID, from int64) ([]byte, bool, error) {
 	f, err := c.openChecked(os.O_RDONLY)
 	if err != nil {
 		return image, false, nil // gone: nothing to publish over
@@ -439,18 +201,18 @@ func (c *Cache) appendTail(image []byte, id fileID, from int64) ([]byte, bool, e
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return image, false, ioErr(err, "stat", c.path, "")
+		return image, false, errs.IO(err, "stat", c.path, "")
 	}
-	if now, _ := idOf(fi); now != id || fi.Size() < from {
+	if now := vfs.IDOf(fi); now != id || fi.Size() < from {
 		return image, false, nil // another process compacted meanwhile
 	}
 	tail := make([]byte, fi.Size()-from)
 	if _, err := f.ReadAt(tail, from); err != nil {
-		return image, false, ioErr(err, "read", c.path, "")
+		return image, false, errs.IO(err, "read", c.path, "")
 	}
-	scanFrames(tail, from, true, func(fr frame) {
-		n := frameHeader + len(fr.payload)
-		image = append(image, tail[fr.off-from:fr.off-from+int64(n)]...)
+	format.Scan(tail, from, true, func(fr format.Frame) {
+		n := format.FrameHeaderSize + len(fr.Payload)
+		image = append(image, tail[fr.Off-from:fr.Off-from+int64(n)]...)
 	}, nil)
 	return image, true, nil
 }

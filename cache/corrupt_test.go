@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/cespare/xxhash/v2"
+
+	"github.com/convcache/convcache/internal/format"
 )
 
 // sample is a small file built frame by frame, so the test knows which
@@ -29,26 +31,26 @@ const sampleScope = "fuzz-scope"
 func buildSample() sample {
 	var s sample
 	h := xxhash.Sum64String(sampleScope)
-	s.data = encodeHeader(time.Unix(1700000000, 0), 0)
-	var recs []record
+	s.data = format.EncodeHeader(time.Unix(1700000000, 0), 0)
+	var recs []format.Record
 	for i := 0; i < 6; i++ {
-		recs = append(recs, record{key: []byte(fmt.Sprintf("snap-key-%d", i)), value: []byte(fmt.Sprintf("snap-value-%d", i)), inserted: 1, used: 2})
+		recs = append(recs, format.Record{Key: []byte(fmt.Sprintf("snap-key-%d", i)), Value: []byte(fmt.Sprintf("snap-value-%d", i)), Inserted: 1, Used: 2})
 	}
 	start := len(s.data)
-	s.data, _, _ = appendSnapshotFrames(s.data, h, sampleScope, recs, nil)
+	s.data, _, _ = format.AppendSnapshotFrames(s.data, h, sampleScope, recs, nil)
 	for _, r := range recs {
-		s.entries = append(s.entries, sampleEntry{r.key, r.value, start, len(s.data)})
+		s.entries = append(s.entries, sampleEntry{r.Key, r.Value, start, len(s.data)})
 	}
 	// Another scope's chunk, never visible to sampleScope.
-	s.data, _, _ = appendSnapshotFrames(s.data, 99, "other", []record{{key: []byte("other-key"), value: []byte("other-value"), inserted: 1, used: 1}}, nil)
-	s.data = encodeScopeFrame(s.data, h, sampleScope)
+	s.data, _, _ = format.AppendSnapshotFrames(s.data, 99, "other", []format.Record{{Key: []byte("other-key"), Value: []byte("other-value"), Inserted: 1, Used: 1}}, nil)
+	s.data = format.AppendScopeFrame(s.data, h, sampleScope)
 	for i := 0; i < 8; i++ {
 		start := len(s.data)
 		k, v := []byte(fmt.Sprintf("journal-key-%d", i)), []byte(fmt.Sprintf("journal-value-%d-%s", i, bytes.Repeat([]byte{'x'}, i*7)))
-		s.data = appendPutFrame(s.data, h, int64(i), k, v)
+		s.data = format.AppendPutFrame(s.data, h, int64(i), k, v)
 		s.entries = append(s.entries, sampleEntry{k, v, start, len(s.data)})
 	}
-	s.data = appendPutFrame(s.data, 99, 0, []byte("journal-other"), []byte("x"))
+	s.data = format.AppendPutFrame(s.data, 99, 0, []byte("journal-other"), []byte("x"))
 	return s
 }
 
@@ -62,7 +64,7 @@ func (s sample) check(t *testing.T, path string, data []byte, lo, hi int) {
 	}
 	c, err := Open(path, &Options{Scope: sampleScope, Mode: ModeReadOnly})
 	if err != nil {
-		if lo < headerSize && (errors.Is(err, ErrFormat) || errors.Is(err, ErrCorrupt)) {
+		if lo < format.HeaderSize && (errors.Is(err, ErrFormat) || errors.Is(err, ErrCorrupt)) {
 			return // a damaged header is refused, and the file left alone
 		}
 		t.Fatalf("damage at [%d,%d): open: %v", lo, hi, err)
@@ -117,7 +119,7 @@ func TestTruncateEveryLength(t *testing.T) {
 func TestWriteAfterDamage(t *testing.T) {
 	s := buildSample()
 	dir := t.TempDir()
-	for i := headerSize; i < len(s.data); i += 7 {
+	for i := format.HeaderSize; i < len(s.data); i += 7 {
 		path := filepath.Join(dir, fmt.Sprintf("w%d.ccdb", i))
 		d := bytes.Clone(s.data)
 		d[i] ^= 0x55
@@ -142,39 +144,12 @@ func TestWriteAfterDamage(t *testing.T) {
 	}
 }
 
-// Fuzz the frame scanner and the decoders on arbitrary bytes.
-func FuzzScanFrames(f *testing.F) {
-	s := buildSample()
-	f.Add(s.data[headerSize:])
-	f.Add(s.data[headerSize : headerSize+40])
-	for _, b := range hostileSeeds() {
-		f.Add(b[headerSize:])
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, final := range []bool{false, true} {
-			used := scanFrames(data, 0, final, func(fr frame) {
-				n := frameHeader + len(fr.payload)
-				if frameAt(data[fr.off:]) != n {
-					t.Fatalf("reported frame at %d does not check out", fr.off)
-				}
-				decodePut(fr.payload)
-				decodeScope(fr.payload)
-				budget := newDecodeBudget(int64(len(data)))
-				decodeSnapshot(fr, nil, nil, false, &budget)
-			}, nil)
-			if used < 0 || used > int64(len(data)) || (final && used != int64(len(data))) {
-				t.Fatalf("consumed %d of %d (final %v)", used, len(data), final)
-			}
-		}
-	})
-}
-
 // Fuzz the loader: whatever the file holds, opening it never panics, and the
 // handle returns exactly what an independent decode of the file finds.
 func FuzzLoadFile(f *testing.F) {
 	s := buildSample()
 	f.Add(s.data)
-	f.Add(s.data[:headerSize])
+	f.Add(s.data[:format.HeaderSize])
 	f.Add(append(bytes.Clone(s.data), "trailing garbage"...))
 	for _, b := range hostileSeeds() {
 		f.Add(b)
@@ -190,17 +165,17 @@ func FuzzLoadFile(f *testing.F) {
 			return
 		}
 		defer c.Close()
-		want := readContents(data)
+		want := format.ReadContents(data, 0)
 		h := xxhash.Sum64String(sampleScope)
 		n := 0
-		want.each(func(e *mrec) {
-			if e.scope != h {
+		want.Each(func(e *format.Merged) {
+			if e.Scope != h {
 				return
 			}
 			n++
-			v, ok, err := c.Get(e.key)
-			if err != nil || !ok || !bytes.Equal(v, e.value) {
-				t.Fatalf("key %q: %q %v %v, want %q", e.key, v, ok, err, e.value)
+			v, ok, err := c.Get(e.Key)
+			if err != nil || !ok || !bytes.Equal(v, e.Value) {
+				t.Fatalf("key %q: %q %v %v, want %q", e.Key, v, ok, err, e.Value)
 			}
 		})
 		if st := c.Stats(); st.Entries != n {

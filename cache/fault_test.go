@@ -9,13 +9,15 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/convcache/convcache/internal/vfs"
 )
 
 // faultFS is the real file system with a budget of bytes that may still be
 // written; past it, writes are cut short and fail with ENOSPC, as on a full
 // disk.
 type faultFS struct {
-	osFS
+	vfs.OS
 	mu     sync.Mutex
 	budget int64 // < 0: unlimited
 }
@@ -31,7 +33,7 @@ func (f *faultFS) setBudget(n int64) {
 	f.mu.Unlock()
 }
 
-func (f *faultFS) OpenFile(name string, flag int, perm os.FileMode) (file, error) {
+func (f *faultFS) OpenFile(name string, flag int, perm os.FileMode) (vfs.File, error) {
 	osf, err := os.OpenFile(name, flag|syscall.O_CLOEXEC, perm)
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/convcache/convcache/internal/format"
 	"github.com/convcache/convcache/internal/hostile"
 )
 
@@ -32,7 +33,7 @@ func hostileSeeds() [][]byte {
 func addSeeds(f *testing.F) {
 	s := buildSample()
 	f.Add(s.data)
-	f.Add(s.data[:headerSize])
+	f.Add(s.data[:format.HeaderSize])
 	for _, b := range hostileSeeds() {
 		f.Add(b)
 	}
@@ -58,7 +59,7 @@ func FuzzOpenPath(f *testing.F) {
 		}
 		defer c.Close()
 		// What the handle returns must be what a decode of the file holds.
-		want := readContents(data)
+		want := format.ReadContents(data, 0)
 		h := ScopeHash(sampleScope)
 		for _, k := range [][]byte{[]byte("snap-key-1"), []byte("journal-key-3"), []byte("before"), []byte("k")} {
 			v, ok, err := c.Get(k)
@@ -66,8 +67,8 @@ func FuzzOpenPath(f *testing.F) {
 				t.Fatalf("find %q: %v", k, err)
 			}
 			if ok {
-				i := want.find(h, xxhash.Sum64(k), k)
-				if i < 0 || !bytes.Equal(want.recs[i].value, v) {
+				e := want.Find(h, xxhash.Sum64(k), k)
+				if e == nil || !bytes.Equal(e.Value, v) {
 					t.Fatalf("find %q: %q, not what the file holds", k, v)
 				}
 			}
@@ -114,8 +115,8 @@ func FuzzReadFile(f *testing.F) {
 			}
 			return
 		}
-		if file.c.budget.left < 0 {
-			t.Fatalf("decoded past the budget: %d", file.c.budget.left)
+		if file.c.BudgetLeft() < 0 {
+			t.Fatalf("decoded past the budget: %d", file.c.BudgetLeft())
 		}
 		entries := file.Entries()
 		n := 0

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/convcache/convcache/internal/format"
 	"github.com/convcache/convcache/internal/hostile"
 )
 
@@ -85,8 +86,8 @@ func TestForgedCountOwnScope(t *testing.T) {
 			t.Fatalf("mode %v: %d snapshot entries counted from %d bytes", mode, c.snapEntries, len(data))
 		}
 	}
-	if n := chunkEntries(math.MaxUint32, 77); n > 77 {
-		t.Fatalf("chunkEntries trusts the count: %d", n)
+	if n := format.ChunkEntries(math.MaxUint32, 77); n > 77 {
+		t.Fatalf("ChunkEntries trusts the count: %d", n)
 	}
 }
 
@@ -106,7 +107,7 @@ func TestForgedCountOtherScope(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := openScope(t, path, Options{CompactJournal: 1})
-	if bound := int64(len(data)) * expandFactor / minRecordCost; c.snapEntries > bound {
+	if bound := int64(len(data)) * format.ExpandFactor / format.MinRecordCost; c.snapEntries > bound {
 		t.Fatalf("snapshot counted as %d entries; the bytes bound it to %d", c.snapEntries, bound)
 	}
 	var alloc uint64
@@ -140,15 +141,15 @@ func TestForgedCountOtherScope(t *testing.T) {
 		t.Fatalf("%d entries after compaction, want %d", got, inserts)
 	}
 	img, _ := os.ReadFile(path)
-	budget := newDecodeBudget(int64(len(img)))
-	scanFrames(img[headerSize:], headerSize, true, func(fr frame) {
-		if fr.typ != frameSnapshot {
+	budget := format.NewBudget(int64(len(img)))
+	format.Scan(img[format.HeaderSize:], format.HeaderSize, true, func(fr format.Frame) {
+		if fr.Type != format.TypeSnapshot {
 			return
 		}
-		head, _ := decodeSnapshotHead(fr.payload)
-		_, recs, _, err := decodeSnapshot(fr, nil, nil, true, &budget)
-		if err != nil || uint32(len(recs)) != head.count {
-			t.Fatalf("chunk at %d: %d records, count %d, %v", fr.off, len(recs), head.count, err)
+		head, _ := format.DecodeSnapshotHead(fr.Payload)
+		_, recs, _, err := format.DecodeSnapshot(fr, nil, nil, true, &budget)
+		if err != nil || uint32(len(recs)) != head.Count {
+			t.Fatalf("chunk at %d: %d records, count %d, %v", fr.Off, len(recs), head.Count, err)
 		}
 	}, nil)
 }
@@ -164,12 +165,12 @@ func TestDecompressionBombs(t *testing.T) {
 	}{{"bomb-big", 0}, {"bomb-many", 256 << 10}, {"bomb-tiny", 256 << 10}, {"repeat-puts", 256 << 10}, {"zstd-odd", 64 << 10}} {
 		t.Run(tc.class, func(t *testing.T) {
 			path, data := writeClass(t, tc.class, tc.size)
-			budget := newDecodeBudget(int64(len(data))).left
+			budget := format.NewBudget(int64(len(data))).Left()
 			var c *Cache
 			alloc := leastAllocated(func() { c = openScope(t, path, Options{Mode: ModeReadOnly}) })
 			ix := c.idx.Load()
 			// An entry's arena bytes are at most its cost plus 24.
-			if limit := budget + budget*24/minRecordCost + maxChunk; ix.arenaBytes > limit {
+			if limit := budget + budget*24/format.MinRecordCost + maxChunk; ix.arenaBytes > limit {
 				t.Errorf("open: the arena holds %d bytes for a %d-byte file (limit %d)", ix.arenaBytes, len(data), limit)
 			}
 			if limit := uint64(2*budget + 8*int64(len(data)) + 8<<20); alloc > limit {
@@ -182,43 +183,15 @@ func TestDecompressionBombs(t *testing.T) {
 					t.Fatal(err)
 				}
 			})
-			if f.c.budget.left < 0 {
-				t.Errorf("ReadFile decoded past its budget: %d left", f.c.budget.left)
+			if f.c.BudgetLeft() < 0 {
+				t.Errorf("ReadFile decoded past its budget: %d left", f.c.BudgetLeft())
 			}
-			// The merged view holds about three times minRecordCost per
+			// The merged view holds about three times MinRecordCost per
 			// record, and growing it allocates as much again.
 			if limit := uint64(6*budget + 8*int64(len(data)) + 8<<20); alloc > limit {
 				t.Errorf("ReadFile: %d bytes allocated for a %d-byte file (limit %d)", alloc, len(data), limit)
 			}
 		})
-	}
-}
-
-// A chunk declaring more than a writer can produce is damage, without
-// being decoded; so is one beyond what is left of the budget.
-func TestChunkBounds(t *testing.T) {
-	z := &hostile.Zstd{}
-	z.Raw(hostile.ChunkHead("s")).Run(0, maxChunkRaw+1)
-	z.FCS = z.Size()
-	over := frame{typ: frameSnapshot, flags: frameFlagZstd, payload: append(make([]byte, 12), z.Bytes()...)}
-	b := newDecodeBudget(1 << 30)
-	if _, _, err := decodeChunk(over, nil, false, &b); err != errBadSnapshot {
-		t.Fatalf("a chunk of %d bytes: %v", maxChunkRaw+1, err)
-	}
-	if b.left != newDecodeBudget(1<<30).left {
-		t.Fatalf("a refused chunk was charged")
-	}
-	z = &hostile.Zstd{}
-	z.Raw(hostile.ChunkHead("s")).Run(0, 1000)
-	z.FCS = z.Size()
-	ok := frame{typ: frameSnapshot, flags: frameFlagZstd, payload: append(make([]byte, 12), z.Bytes()...)}
-	b = decodeBudget{left: z.Size() - 1}
-	if _, _, err := decodeChunk(ok, nil, false, &b); err != errOverBudget || b.left != z.Size()-1 {
-		t.Fatalf("a chunk one byte over the budget: %v, %d left", err, b.left)
-	}
-	b = decodeBudget{left: z.Size()}
-	if body, _, err := decodeChunk(ok, nil, false, &b); err != nil || int64(len(body)) != z.Size() || b.left != 0 {
-		t.Fatalf("a chunk that fits exactly: %v, %d bytes, %d left", err, len(body), b.left)
 	}
 }
 
@@ -249,7 +222,7 @@ func TestCompressibleValuesArePadded(t *testing.T) {
 		t.Fatal(err)
 	}
 	fi, _ := os.Stat(path)
-	if min := int64(20*MaxValueSize) / expandFactor; fi.Size() < min {
+	if min := int64(20*MaxValueSize) / format.ExpandFactor; fi.Size() < min {
 		t.Fatalf("the file is %d bytes: not padded to %d", fi.Size(), min)
 	}
 	f, err := ReadFile(path)
@@ -264,12 +237,12 @@ func TestCompressibleValuesArePadded(t *testing.T) {
 	// chunks are reported as damage, and no value is wrong.
 	img, _ := os.ReadFile(path)
 	var unpadded []byte
-	scanFrames(img[headerSize:], headerSize, true, func(fr frame) {
-		if fr.typ != framePad {
-			unpadded = append(unpadded, img[fr.off:fr.off+frameHeader+int64(len(fr.payload))]...)
+	format.Scan(img[format.HeaderSize:], format.HeaderSize, true, func(fr format.Frame) {
+		if fr.Type != format.TypePad {
+			unpadded = append(unpadded, img[fr.Off:fr.Off+format.FrameHeaderSize+int64(len(fr.Payload))]...)
 		}
 	}, nil)
-	unpadded = append(img[:headerSize:headerSize], unpadded...)
+	unpadded = append(img[:format.HeaderSize:format.HeaderSize], unpadded...)
 	f, err = DecodeFile("unpadded", unpadded)
 	if err != nil || len(f.Damage) == 0 || len(f.Entries()) >= 20 {
 		t.Fatalf("unpadded: %v, damage %+v, %d entries", err, f.Damage, len(f.Entries()))
@@ -296,13 +269,13 @@ func TestUnchangedTailIsNotRescanned(t *testing.T) {
 	if _, ok, _ := c.Get([]byte("before")); !ok {
 		t.Fatal("the valid entry before the storm is lost")
 	}
-	before := crcWork.Load()
+	before := format.CRCWork()
 	for i := 0; i < 10; i++ {
 		if _, ok, err := c.Get([]byte("missing")); ok || err != nil {
 			t.Fatalf("miss: %v %v", ok, err)
 		}
 	}
-	if work := crcWork.Load() - before; work != 0 {
+	if work := format.CRCWork() - before; work != 0 {
 		t.Fatalf("10 misses on an unchanged file did %d bytes of CRC", work)
 	}
 	// A peer appends a valid record after the storm.
@@ -330,9 +303,9 @@ func TestUnchangedTailIsNotRescanned(t *testing.T) {
 	markSettle = time.Hour
 	defer func() { markSettle = settle }()
 	for i := 0; i < 2; i++ {
-		before = crcWork.Load()
+		before = format.CRCWork()
 		c.Get([]byte("missing"))
-		if crcWork.Load() == before {
+		if format.CRCWork() == before {
 			t.Fatalf("miss %d: a tail modified just now was not looked at again", i)
 		}
 	}
@@ -342,9 +315,9 @@ func TestUnchangedTailIsNotRescanned(t *testing.T) {
 func TestOpenStormIsLinear(t *testing.T) {
 	for _, name := range []string{"sync-storm", "sync-alternate"} {
 		path, data := writeClass(t, name, 1<<20)
-		before := crcWork.Load()
+		before := format.CRCWork()
 		c := openScope(t, path, Options{Mode: ModeReadOnly})
-		if work := crcWork.Load() - before; work > int64(initialCredit+8*len(data)) {
+		if work := format.CRCWork() - before; work > int64(format.InitialCredit+8*len(data)) {
 			t.Errorf("%s: opening %d bytes did %d bytes of CRC", name, len(data), work)
 		}
 		if name == "sync-storm" {
@@ -485,21 +458,21 @@ func TestHashFloodSpreads(t *testing.T) {
 	ix := c.idx.Load()
 	tab := ix.tab.Load()
 	var keys, total, longest int
-	scanFrames(data[headerSize:], headerSize, true, func(f frame) {
-		p, ok := decodePut(f.payload)
+	format.Scan(data[format.HeaderSize:], format.HeaderSize, true, func(f format.Frame) {
+		p, ok := format.DecodePut(f.Payload)
 		if !ok {
 			return
 		}
 		keys++
-		h := xxhash.Sum64(p.key)
+		h := xxhash.Sum64(p.Key)
 		n := 1
 		for i := tab.first(h, ix.mult); ; i = (i + 1) & tab.mask {
 			s := tab.slots[i].Load()
 			if s == 0 {
-				t.Fatalf("key %x not in the index", p.key)
+				t.Fatalf("key %x not in the index", p.Key)
 			}
 			ref := s & refMask
-			if bytes.Equal(entryKey(ix.cs[ref>>chunkOffBits], int(ref&(maxChunk-1))), p.key) {
+			if bytes.Equal(entryKey(ix.cs[ref>>chunkOffBits], int(ref&(maxChunk-1))), p.Key) {
 				break
 			}
 			n++
@@ -510,4 +483,14 @@ func TestHashFloodSpreads(t *testing.T) {
 	if keys < 1000 || total > 4*keys || longest > 64 {
 		t.Fatalf("%d keys in %d slots: %d probes in all, the longest %d", keys, len(tab.slots), total, longest)
 	}
+}
+
+func classNamed(t testing.TB, name string) hostile.Class {
+	for _, c := range hostile.Classes() {
+		if c.Name == name {
+			return c
+		}
+	}
+	t.Fatalf("no hostile class %q", name)
+	return hostile.Class{}
 }

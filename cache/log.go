@@ -3,6 +3,7 @@ package cache
 import (
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -58,4 +59,9 @@ func (c *Cache) logEvent(event string, key []byte, d time.Duration, detail strin
 	b = append(b, '\n')
 	l.w.Write(b)
 	l.buf = b
+}
+
+// logDetail makes an error fit the log's last field: one line, no commas.
+func logDetail(err error) string {
+	return strings.NewReplacer(",", ";", "\n", " ").Replace(err.Error())
 }

@@ -6,14 +6,20 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/convcache/convcache/internal/format"
 	"github.com/convcache/convcache/internal/secenv"
+	"github.com/convcache/convcache/internal/vfs"
 )
 
-// Limits on what a cache stores.
+// Limits on what a cache stores, which the file format sets.
 const (
-	MaxKeySize   = 4 << 10 // bytes in a key
-	MaxValueSize = 1 << 20 // bytes in a value
-	MaxScopeSize = 4 << 10 // bytes in a scope name
+	MaxKeySize   = format.MaxKeySize   // 4 KiB: bytes in a key
+	MaxValueSize = format.MaxValueSize // 1 MiB: bytes in a value
+	MaxScopeSize = format.MaxScopeSize // 4 KiB: bytes in a scope name
+
+	// FormatVersion is the newest file format this package reads and the
+	// one it writes.
+	FormatVersion = format.Version
 )
 
 // Defaults for the zero values of Options.
@@ -117,7 +123,7 @@ type Options struct {
 	// Warn receives one-line warnings. Nil means standard error.
 	Warn io.Writer
 
-	fs fileSystem // nil means the real file system; tests inject faults
+	fs vfs.FS // nil means the real file system (vfs.OS); tests inject faults
 }
 
 // DefaultPath returns the default cache file: $CONVCACHE_PATH, else

@@ -3,6 +3,8 @@ package cache
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/convcache/convcache/internal/format"
 )
 
 // Stats is a snapshot of a handle's counters and state.
@@ -103,7 +105,7 @@ func (c *Cache) Stats() Stats {
 	st.Pending = len(c.pending)
 	st.FileBytes = c.off
 	if c.f != nil {
-		st.Snapshot = c.snapEnd - headerSize // as File.SnapshotBytes counts it
+		st.Snapshot = c.snapEnd - format.HeaderSize // as File.SnapshotBytes counts it
 		st.Journal = c.off - c.snapEnd
 	}
 	if c.compacted {

@@ -13,8 +13,11 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/convcache/convcache/internal/errs"
+	"github.com/convcache/convcache/internal/format"
 	"github.com/convcache/convcache/internal/safefile"
 	"github.com/convcache/convcache/internal/secenv"
+	"github.com/convcache/convcache/internal/vfs"
 	"github.com/convcache/convcache/lock"
 )
 
@@ -61,7 +64,7 @@ type File struct {
 	FSType        string
 	NetworkFS     bool
 
-	c *contents
+	c *format.Contents
 }
 
 // ReadFile reads the cache file at path without locking or changing it.
@@ -82,12 +85,12 @@ func ReadFile(path string) (*File, error) {
 		if errors.Is(err, safefile.ErrRefused) {
 			return nil, refusal(err, "not read")
 		}
-		return nil, ioErr(err, "read", path, "check the path (convcache stats shows the default)")
+		return nil, errs.IO(err, "read", path, "check the path (convcache stats shows the default)")
 	}
 	defer f.Close()
 	data, err := readAll(f)
 	if err != nil {
-		return nil, ioErr(err, "read", path, "")
+		return nil, errs.IO(err, "read", path, "")
 	}
 	return parseFile(path, data)
 }
@@ -105,30 +108,30 @@ func readAll(f *os.File) ([]byte, error) {
 }
 
 func parseFile(path string, data []byte) (*File, error) {
-	h, err := decodeHeader(data[:min(len(data), headerSize)])
+	h, err := format.DecodeHeader(data[:min(len(data), format.HeaderSize)])
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	f := &File{Path: path, Version: h.version, Created: h.created, Size: int64(len(data)), c: newContents(int64(len(data)))}
-	snapEnd := int64(headerSize)
-	scanFrames(data[headerSize:], headerSize, true, func(fr frame) {
-		if (fr.typ == frameSnapshot || fr.typ == framePad) && fr.off == snapEnd {
-			snapEnd = fr.off + frameHeader + int64(len(fr.payload))
+	f := &File{Path: path, Version: h.Version, Created: h.Created, Size: int64(len(data)), c: format.NewContents(int64(len(data)), 0)}
+	snapEnd := int64(format.HeaderSize)
+	format.Scan(data[format.HeaderSize:], format.HeaderSize, true, func(fr format.Frame) {
+		if (fr.Type == format.TypeSnapshot || fr.Type == format.TypePad) && fr.Off == snapEnd {
+			snapEnd = fr.Off + format.FrameHeaderSize + int64(len(fr.Payload))
 		}
-		f.c.addFrame(fr)
-	}, func(d damage) {
-		f.c.damaged = append(f.c.damaged, d)
+		f.c.Add(fr)
+	}, func(d format.Damage) {
+		f.c.Damaged = append(f.c.Damaged, d)
 	})
-	f.c.applyTouches()
-	f.Frames = f.c.frames
-	f.SnapshotBytes = snapEnd - headerSize
+	f.c.ApplyTouches()
+	f.Frames = f.c.Frames
+	f.SnapshotBytes = snapEnd - format.HeaderSize
 	f.JournalBytes = f.Size - snapEnd
-	f.Compacted = h.flags&headerCompacted != 0 || f.SnapshotBytes > 0
-	for _, d := range f.c.damaged {
-		f.Damage = append(f.Damage, Damage{Offset: d.off, Length: d.len, Tail: d.off+d.len == f.Size})
+	f.Compacted = h.Flags&format.HeaderCompacted != 0 || f.SnapshotBytes > 0
+	for _, d := range f.c.Damaged {
+		f.Damage = append(f.Damage, Damage{Offset: d.Off, Length: d.Len, Tail: d.Off+d.Len == f.Size})
 	}
 	slices.SortFunc(f.Damage, func(a, b Damage) int { return cmp.Compare(a.Offset, b.Offset) })
-	f.FSType, f.NetworkFS = fsTypeOf(dirOf(path))
+	f.FSType, f.NetworkFS = vfs.TypeOf(vfs.OS{}, dirOf(path))
 	return f, nil
 }
 
@@ -143,15 +146,15 @@ func dirOf(path string) string {
 
 // Entries returns every entry of every scope, sorted by scope then key.
 func (f *File) Entries() []Entry {
-	out := make([]Entry, 0, f.c.live)
-	f.c.each(func(e *mrec) {
+	out := make([]Entry, 0, f.c.Live())
+	f.c.Each(func(e *format.Merged) {
 		out = append(out, Entry{
-			Scope:     f.c.names[e.scope],
-			ScopeHash: e.scope,
-			Key:       e.key,
-			Value:     e.value,
-			Inserted:  time.UnixMilli(e.inserted),
-			Used:      time.UnixMilli(e.used),
+			Scope:     f.c.Names[e.Scope],
+			ScopeHash: e.Scope,
+			Key:       e.Key,
+			Value:     e.Value,
+			Inserted:  time.UnixMilli(e.Inserted),
+			Used:      time.UnixMilli(e.Used),
 		})
 	})
 	slices.SortFunc(out, func(a, b Entry) int {
@@ -163,14 +166,14 @@ func (f *File) Entries() []Entry {
 // Scopes summarises the file's scopes, sorted by name.
 func (f *File) Scopes() []ScopeSummary {
 	m := map[uint64]*ScopeSummary{}
-	f.c.each(func(e *mrec) {
-		s := m[e.scope]
+	f.c.Each(func(e *format.Merged) {
+		s := m[e.Scope]
 		if s == nil {
-			s = &ScopeSummary{Name: f.c.names[e.scope], Hash: e.scope}
-			m[e.scope] = s
+			s = &ScopeSummary{Name: f.c.Names[e.Scope], Hash: e.Scope}
+			m[e.Scope] = s
 		}
 		s.Entries++
-		s.Bytes += int64(len(e.key) + len(e.value))
+		s.Bytes += int64(len(e.Key) + len(e.Value))
 	})
 	out := make([]ScopeSummary, 0, len(m))
 	for _, s := range m {
@@ -199,19 +202,19 @@ func ScopeHash(scope string) uint64 { return xxhash.Sum64String(scope) }
 // as a compacted snapshot), for tools that build files, such as merge and
 // export bundles.
 func EncodeFile(entries []Entry, created time.Time) []byte {
-	c := newContents(0)
+	c := format.NewContents(0, 0)
 	for _, e := range entries {
 		h := e.ScopeHash
 		if h == 0 || e.Scope != "" {
 			h = ScopeHash(e.Scope)
 		}
 		if e.Scope != "" {
-			c.names[h] = e.Scope
+			c.Names[h] = e.Scope
 		}
 		ins, used := e.Inserted.UnixMilli(), e.Used.UnixMilli()
-		c.put(h, record{key: e.Key, value: e.Value, inserted: ins, used: max(used, ins)})
+		c.Put(h, format.Record{Key: e.Key, Value: e.Value, Inserted: ins, Used: max(used, ins)})
 	}
-	return c.encode(created)
+	return c.Encode(created)
 }
 
 // DecodeFile parses a file image, as ReadFile does for a file on disk.
@@ -265,7 +268,7 @@ func rewrite(path string, timeout time.Duration, create bool, fn func([]Entry) (
 	}
 	if create {
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return ioErr(err, "create the cache directory", filepath.Dir(path), "set CONVCACHE_PATH to a writable location")
+			return errs.IO(err, "create the cache directory", filepath.Dir(path), "set CONVCACHE_PATH to a writable location")
 		}
 	}
 	pol := toolPolicy()
@@ -281,7 +284,7 @@ func rewrite(path string, timeout time.Duration, create bool, fn func([]Entry) (
 		if errors.Is(err, lock.ErrRefused) {
 			return refusal(err, "the cache was not rewritten")
 		}
-		return ioErr(err, "lock", path+".lock", "check the directory's permissions")
+		return errs.IO(err, "lock", path+".lock", "check the directory's permissions")
 	}
 	defer lk.Unlock()
 	if !create && noFile(path) {
@@ -299,7 +302,7 @@ func rewrite(path string, timeout time.Duration, create bool, fn func([]Entry) (
 		}
 		f.Close()
 		if err != nil {
-			return ioErr(err, "read", path, "")
+			return errs.IO(err, "read", path, "")
 		}
 		cf, err := parseFile(path, data)
 		if err != nil {
@@ -310,13 +313,13 @@ func rewrite(path string, timeout time.Duration, create bool, fn func([]Entry) (
 		return refusal(err, "not rewritten")
 	case errors.Is(err, fs.ErrNotExist) && create:
 	default:
-		return ioErr(err, "read", path, "check the path (convcache stats shows the default)")
+		return errs.IO(err, "read", path, "check the path (convcache stats shows the default)")
 	}
 	out, err := fn(in)
 	if err != nil {
 		return err
 	}
-	return replaceFileAs(osFS{}, path, EncodeFile(out, time.Now()), attrs)
+	return vfs.ReplaceAs(vfs.OS{}, path, EncodeFile(out, time.Now()), attrs)
 }
 
 // WriteNew writes a new cache file (mode 0600) holding entries at path,
@@ -330,7 +333,7 @@ func WriteNew(path string, entries []Entry) error {
 	if _, err := os.Lstat(path); err == nil {
 		return exists()
 	}
-	tmp, err := writeTemp(osFS{}, path, EncodeFile(entries, time.Now()), safefile.Private)
+	tmp, err := vfs.WriteTemp(vfs.OS{}, path, EncodeFile(entries, time.Now()), safefile.Private)
 	if err != nil {
 		return err
 	}
@@ -339,10 +342,10 @@ func WriteNew(path string, entries []Entry) error {
 		if errors.Is(err, fs.ErrExist) {
 			return exists()
 		}
-		return ioErr(err, "create", path, "check the directory's permissions")
+		return errs.IO(err, "create", path, "check the directory's permissions")
 	}
-	if err := syncDir(osFS{}, filepath.Dir(path)); err != nil {
-		return ioErr(err, "sync the directory of", path, "")
+	if err := vfs.SyncDir(vfs.OS{}, filepath.Dir(path)); err != nil {
+		return errs.IO(err, "sync the directory of", path, "")
 	}
 	return nil
 }

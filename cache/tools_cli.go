@@ -4,10 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
+	"github.com/convcache/convcache/internal/errs"
 	"github.com/convcache/convcache/internal/safefile"
+	"github.com/convcache/convcache/internal/vfs"
 )
 
 // ResolvePath returns the file a cache path names, as Open resolves it: an
@@ -20,7 +21,7 @@ import (
 // yet is made absolute only; one that is a directory, or not a regular
 // file, is refused with ErrInvalid.
 func ResolvePath(path string) (string, error) {
-	p, refused, err := resolve(path)
+	p, refused, err := vfs.Resolve(path)
 	if err != nil {
 		return "", err
 	}
@@ -31,27 +32,6 @@ func ResolvePath(path string) (string, error) {
 		return "", fmt.Errorf("%w: cache path %s is not a regular file", ErrInvalid, p)
 	}
 	return p, nil
-}
-
-// resolve makes path absolute and follows the links at its final component
-// that may be followed. refused, when not nil, is why a link was not (the
-// path returned is then the link's).
-func resolve(path string) (p string, refused, err error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return "", nil, fmt.Errorf("%w: cache path %q: %v", ErrInvalid, path, err)
-	}
-	p, err = safefile.Resolve(abs)
-	if err != nil {
-		if !errors.Is(err, safefile.ErrRefused) {
-			return "", nil, ioErr(err, "resolve", abs, "")
-		}
-		refused = err
-	}
-	if fi, err := os.Stat(p); err == nil && fi.IsDir() {
-		return "", nil, fmt.Errorf("%w: cache path %s is a directory: name a file inside it", ErrInvalid, p)
-	}
-	return p, refused, nil
 }
 
 // refusal is the tools' error for a path or file the trust rules refuse
@@ -65,7 +45,7 @@ func refusal(err error, what string) error {
 	if what != "" {
 		what = ": " + what
 	}
-	return &detailErr{ErrAccess, err.Error() + what + hint}
+	return errs.Detail(ErrAccess, err.Error()+what+hint)
 }
 
 // Update is Rewrite for a cache file that may not exist yet: a missing file

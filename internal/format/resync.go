@@ -1,4 +1,4 @@
-package cache
+package format
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 
 // Resynchronising after damage must cost time linear in the bytes scanned,
 // whatever the damage holds. A candidate frame header claims a payload of
-// up to maxFramePayload bytes; checking each candidate's checksum over its
+// up to MaxFramePayload bytes; checking each candidate's checksum over its
 // whole claim, as a plain scan does, costs the square of the region when
 // the region is full of fake headers (one every 12 bytes can each claim the
 // rest of the file).
@@ -61,7 +61,7 @@ func multModP(a, b uint32) uint32 {
 }
 
 // shiftBits is how many bits a shift length may have: a frame payload is
-// at most maxFramePayload bytes.
+// at most MaxFramePayload bytes.
 const shiftBits = 27
 
 // shiftTables[b] multiplies by x^(8*2^b) a byte at a time: multiplication
@@ -103,6 +103,11 @@ func crcShift(crc uint32, n int) uint32 {
 // that check the work is linear without timing anything.
 var crcWork atomic.Int64
 
+// CRCWork returns the bytes every scan so far has passed through CRC-32C:
+// the measure of a scan's work, for tests (of this package and of the
+// engine's reads) that bound it without timing anything.
+func CRCWork() int64 { return crcWork.Load() }
+
 // scanner checks frames in one buffer. The zero value checks directly; the
 // checkpoints are built on first use.
 type scanner struct {
@@ -136,7 +141,7 @@ func (s *scanner) prefix(i int) uint32 {
 // shift(h, len) ^ CRC(payload), so the frame's checksum is
 // shift(h ^ Q(payload start), len) ^ Q(end): one shift.
 func (s *scanner) frameCRC(p, end int) uint32 {
-	start := p + frameHeader
+	start := p + FrameHeaderSize
 	if s.cp == nil {
 		s.base = start
 		s.cp = []uint32{0}
@@ -151,21 +156,21 @@ func (s *scanner) frameCRC(p, end int) uint32 {
 // checkpoints.
 func (s *scanner) frameLen(p int, direct uint32) int {
 	b := s.b[p:]
-	if len(b) < frameHeader || binary.LittleEndian.Uint32(b) != frameSync {
+	if len(b) < FrameHeaderSize || binary.LittleEndian.Uint32(b) != frameSync {
 		return 0
 	}
 	plen := binary.LittleEndian.Uint32(b[8:])
-	if plen > maxFramePayload || binary.LittleEndian.Uint16(b[6:]) != 0 {
+	if plen > MaxFramePayload || binary.LittleEndian.Uint16(b[6:]) != 0 {
 		return 0
 	}
-	end := frameHeader + int(plen)
+	end := FrameHeaderSize + int(plen)
 	if end > len(b) {
 		return 0
 	}
 	var crc uint32
 	if plen <= direct {
 		crc = crc32.Update(0, castagnoli, b[4:12])
-		crc = crc32.Update(crc, castagnoli, b[frameHeader:end])
+		crc = crc32.Update(crc, castagnoli, b[FrameHeaderSize:end])
 		s.work += int64(8 + plen)
 	} else {
 		crc = s.frameCRC(p, p+end)

@@ -1,4 +1,4 @@
-package cache
+package format
 
 import (
 	"bytes"
@@ -19,11 +19,11 @@ func TestFrameCRCFromCheckpoints(t *testing.T) {
 		b[i] = byte(r.Uint32())
 	}
 	for trial := 0; trial < 2000; trial++ {
-		p := r.IntN(len(b) - frameHeader)
-		end := p + frameHeader + r.IntN(len(b)-p-frameHeader+1)
-		want := crc32.Update(crc32.Checksum(b[p+4:p+12], castagnoli), castagnoli, b[p+frameHeader:end])
+		p := r.IntN(len(b) - FrameHeaderSize)
+		end := p + FrameHeaderSize + r.IntN(len(b)-p-FrameHeaderSize+1)
+		want := crc32.Update(crc32.Checksum(b[p+4:p+12], castagnoli), castagnoli, b[p+FrameHeaderSize:end])
 		s := scanner{b: b}
-		if base := r.IntN(p + frameHeader + 1); trial%2 == 0 {
+		if base := r.IntN(p + FrameHeaderSize + 1); trial%2 == 0 {
 			s.base, s.cp = base, []uint32{0} // checkpoints started earlier
 		}
 		if got := s.frameCRC(p, end); got != want {
@@ -37,15 +37,15 @@ func TestFrameCRCFromCheckpoints(t *testing.T) {
 func naiveScan(b []byte, final bool) (frames [][2]int, dmg [][2]int, used int) {
 	valid := func(p int) int {
 		c := b[p:]
-		if len(c) < frameHeader || binary.LittleEndian.Uint32(c) != frameSync {
+		if len(c) < FrameHeaderSize || binary.LittleEndian.Uint32(c) != frameSync {
 			return 0
 		}
 		plen := binary.LittleEndian.Uint32(c[8:])
-		if plen > maxFramePayload || binary.LittleEndian.Uint16(c[6:]) != 0 || frameHeader+int(plen) > len(c) {
+		if plen > MaxFramePayload || binary.LittleEndian.Uint16(c[6:]) != 0 || FrameHeaderSize+int(plen) > len(c) {
 			return 0
 		}
-		end := frameHeader + int(plen)
-		crc := crc32.Update(crc32.Checksum(c[4:12], castagnoli), castagnoli, c[frameHeader:end])
+		end := FrameHeaderSize + int(plen)
+		crc := crc32.Update(crc32.Checksum(c[4:12], castagnoli), castagnoli, c[FrameHeaderSize:end])
 		if crc != binary.LittleEndian.Uint32(c[12:]) {
 			return 0
 		}
@@ -78,9 +78,9 @@ func naiveScan(b []byte, final bool) (frames [][2]int, dmg [][2]int, used int) {
 }
 
 func scanAll(b []byte, final bool) (frames [][2]int, dmg [][2]int, used int) {
-	u := scanFrames(b, 0, final, func(f frame) {
-		frames = append(frames, [2]int{int(f.off), frameHeader + len(f.payload)})
-	}, func(d damage) { dmg = append(dmg, [2]int{int(d.off), int(d.len)}) })
+	u := Scan(b, 0, final, func(f Frame) {
+		frames = append(frames, [2]int{int(f.Off), FrameHeaderSize + len(f.Payload)})
+	}, func(d Damage) { dmg = append(dmg, [2]int{int(d.Off), int(d.Len)}) })
 	return frames, dmg, int(u)
 }
 
@@ -119,7 +119,7 @@ func TestScanMatchesNaive(t *testing.T) {
 			case 0:
 				b[r.IntN(len(b))] ^= byte(1 + r.IntN(255))
 			case 1: // a fake header claiming some length
-				p := r.IntN(len(b) - frameHeader)
+				p := r.IntN(len(b) - FrameHeaderSize)
 				copy(b[p:], syncBytes)
 				binary.LittleEndian.PutUint32(b[p+4:], 1)
 				binary.LittleEndian.PutUint32(b[p+8:], uint32(r.IntN(len(b))))
@@ -130,12 +130,12 @@ func TestScanMatchesNaive(t *testing.T) {
 		sameScan(t, "damaged journal", b)
 	}
 	for _, c := range hostile.Classes() {
-		sameScan(t, c.Name, c.Build(min(c.Size, 64<<10), "s")[headerSize:])
+		sameScan(t, c.Name, c.Build(min(c.Size, 64<<10), "s")[HeaderSize:])
 	}
 	// A valid frame inside another's payload, the outer one damaged: the
 	// inner one is found.
-	inner := appendPutFrame(nil, 1, 2, []byte("inner"), []byte("v"))
-	outer := appendFrame(nil, framePut, 0, append(bytes.Repeat([]byte{1}, 100), inner...))
+	inner := AppendPutFrame(nil, 1, 2, []byte("inner"), []byte("v"))
+	outer := AppendFrame(nil, TypePut, 0, append(bytes.Repeat([]byte{1}, 100), inner...))
 	outer[20] ^= 1
 	sameScan(t, "nested", append(outer, inner...))
 }
@@ -146,12 +146,12 @@ func TestScanMatchesNaive(t *testing.T) {
 func TestScanWorkIsLinear(t *testing.T) {
 	for _, name := range []string{"sync-storm", "sync-storm-tail", "sync-alternate", "damage-flood"} {
 		c := classNamed(t, name)
-		b := c.Build(1<<20, "s")[headerSize:]
+		b := c.Build(1<<20, "s")[HeaderSize:]
 		for _, final := range []bool{false, true} {
 			before := crcWork.Load()
-			scanFrames(b, 0, final, func(frame) {}, nil)
+			Scan(b, 0, final, func(Frame) {}, nil)
 			work := crcWork.Load() - before
-			if limit := int64(initialCredit + 8*len(b)); work > limit {
+			if limit := int64(InitialCredit + 8*len(b)); work > limit {
 				t.Errorf("%s (final %v): %d bytes of CRC for %d bytes, limit %d", name, final, work, len(b), limit)
 			}
 		}

@@ -1,10 +1,6 @@
-package cache
+package vfs
 
-import (
-	"sync"
-
-	"golang.org/x/sys/unix"
-)
+import "golang.org/x/sys/unix"
 
 // Network and cluster file systems, by statfs magic. Their locks and rename
 // depend on a server and are weaker than a local disk's.
@@ -38,9 +34,8 @@ var localFS = map[int64]string{
 	0xF2F52010: "f2fs",
 }
 
-// statfsType returns the statfs magic of the file system holding dir. Tests
-// replace it: there is no NFS server to mount here.
-var statfsType = func(dir string) (int64, error) {
+// statfsType returns the statfs magic of the file system holding dir.
+func statfsType(dir string) (int64, error) {
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {
 		return 0, err
@@ -48,14 +43,10 @@ var statfsType = func(dir string) (int64, error) {
 	return int64(st.Type) & 0xFFFFFFFF, nil
 }
 
-// warnedFS remembers the files whose file system was already warned about,
-// so a process that opens several handles on one file warns once.
-var warnedFS sync.Map
-
-// fsTypeOf names the file system holding dir and reports whether it is a
+// TypeOf names the file system holding dir and reports whether it is a
 // network or cluster file system.
-func fsTypeOf(dir string) (string, bool) {
-	t, err := statfsType(dir)
+func TypeOf(fsys FS, dir string) (name string, network bool) {
+	t, err := fsys.StatfsType(dir)
 	if err != nil {
 		return "unknown", false
 	}

@@ -1,4 +1,4 @@
-package cache
+package format
 
 import (
 	"bytes"
@@ -14,76 +14,17 @@ import (
 // a little better.
 const snapshotChunkRaw = 128 << 10
 
-// Bounds on what a snapshot may make a reader hold. Every count and length
-// in a file is a hint, bounded by the bytes that carry it.
-const (
-	// maxRecordRaw is the most bytes one record takes in a decoded chunk:
-	// four uvarints, a key and a value.
-	maxRecordRaw = 4*binary.MaxVarintLen64 + MaxKeySize + MaxValueSize
-
-	// maxChunkRaw bounds a chunk's decoded size. A writer cuts a chunk once
-	// it holds snapshotChunkRaw bytes, so the last record may take it past
-	// that by at most one record. A chunk that declares more, or expands to
-	// more, is damage.
-	maxChunkRaw = snapshotChunkRaw + maxRecordRaw
-
-	// expandFactor bounds what one reading of a file may decode: the
-	// decoded bytes of its chunks, each record counted as at least
-	// minRecordCost bytes, are at most expandFactor times the file's size
-	// (plus budgetSlack). A snapshot of cuDNN keys and results expands
-	// about 7 to 12 times; writers pad a file that would expand more (see
-	// contents.encode), so a file this package wrote is always read whole.
-	// The reader's memory is then a small multiple of the file's size.
-	expandFactor = 16
-
-	// minRecordCost is what a record costs against the budget at least:
-	// about what an index or a merged view holds per entry besides its
-	// bytes. Without it, a file of tiny records could make millions of
-	// entries out of a few kilobytes.
-	minRecordCost = 128
-
-	// budgetSlack lets a small file written before writers padded hold a
-	// chunk of the largest size whatever it compresses to: one maximal
-	// value, say.
-	budgetSlack = maxChunkRaw
-)
-
-// decodeBudget is what is left to decode in one reading of a file. It
-// starts at expandFactor times the file's size plus budgetSlack, and grows
-// by expandFactor times what the file grows. Chunks that do not fit are
-// damage, never decoded.
-type decodeBudget struct{ left int64 }
-
-func newDecodeBudget(fileBytes int64) decodeBudget {
-	return decodeBudget{left: expandFactor*max(fileBytes, 0) + budgetSlack}
+// Record is one entry with the times compaction and the tools need.
+type Record struct {
+	Key, Value []byte
+	Inserted   int64 // unix ms of the insert that wrote this value
+	Used       int64 // unix ms of the last known use (>= inserted)
 }
 
-// grow adds the budget of n more file bytes.
-func (b *decodeBudget) grow(n int64) { b.left += expandFactor * max(n, 0) }
-
-// take spends n if that much is left.
-func (b *decodeBudget) take(n int64) bool {
-	if n > b.left {
-		return false
-	}
-	b.left -= n
-	return true
-}
-
-// recordExtra is what a record of raw decoded bytes costs beyond them.
-func recordExtra(raw int) int64 { return int64(max(minRecordCost-raw, 0)) }
-
-// record is one entry with the times compaction and the tools need.
-type record struct {
-	key, value []byte
-	inserted   int64 // unix ms of the insert that wrote this value
-	used       int64 // unix ms of the last known use (>= inserted)
-}
-
-// snapshotHead is the uncompressed prefix of a snapshot payload.
-type snapshotHead struct {
-	scopeHash uint64
-	count     uint32
+// SnapshotHead is the uncompressed prefix of a snapshot payload.
+type SnapshotHead struct {
+	Scope uint64
+	Count uint32
 }
 
 var (
@@ -119,29 +60,29 @@ func decoder() *zstd.Decoder {
 	return zdec
 }
 
-// appendSnapshotFrames appends snapshot frames holding recs, all of one
+// AppendSnapshotFrames appends snapshot frames holding recs, all of one
 // scope, to dst. scratch is a buffer that is reused and returned. cost is
-// what the chunks cost a reader's decodeBudget.
-func appendSnapshotFrames(dst []byte, scopeHash uint64, scope string, recs []record, scratch []byte) (_, _ []byte, cost int64) {
+// what the chunks cost a reader's Budget.
+func AppendSnapshotFrames(dst []byte, scopeHash uint64, scope string, recs []Record, scratch []byte) (_, _ []byte, cost int64) {
 	for len(recs) > 0 {
 		raw := scratch[:0]
 		raw = binary.AppendUvarint(raw, uint64(len(scope)))
 		raw = append(raw, scope...)
-		base := recs[0].inserted
+		base := recs[0].Inserted
 		for _, r := range recs {
-			base = min(base, r.inserted, r.used)
+			base = min(base, r.Inserted, r.Used)
 		}
 		raw = binary.AppendVarint(raw, base)
 		n := 0
 		for n < len(recs) && (n == 0 || len(raw) < snapshotChunkRaw) {
 			r := recs[n]
 			start := len(raw)
-			raw = binary.AppendUvarint(raw, uint64(len(r.key)))
-			raw = binary.AppendUvarint(raw, uint64(len(r.value)))
-			raw = binary.AppendUvarint(raw, uint64(r.inserted-base))
-			raw = binary.AppendUvarint(raw, uint64(r.used-r.inserted))
-			raw = append(raw, r.key...)
-			raw = append(raw, r.value...)
+			raw = binary.AppendUvarint(raw, uint64(len(r.Key)))
+			raw = binary.AppendUvarint(raw, uint64(len(r.Value)))
+			raw = binary.AppendUvarint(raw, uint64(r.Inserted-base))
+			raw = binary.AppendUvarint(raw, uint64(r.Used-r.Inserted))
+			raw = append(raw, r.Key...)
+			raw = append(raw, r.Value...)
 			cost += recordExtra(len(raw) - start)
 			n++
 		}
@@ -150,32 +91,32 @@ func appendSnapshotFrames(dst []byte, scopeHash uint64, scope string, recs []rec
 		binary.LittleEndian.PutUint64(payload, scopeHash)
 		binary.LittleEndian.PutUint32(payload[8:], uint32(n))
 		payload = encoder().EncodeAll(raw, payload)
-		dst = appendFrame(dst, frameSnapshot, frameFlagZstd, payload)
+		dst = AppendFrame(dst, TypeSnapshot, FrameZstd, payload)
 		recs = recs[n:]
 		scratch = raw
 	}
 	return dst, scratch, cost
 }
 
-// appendPadding appends pad frames to image until it is at least size
+// AppendPadding appends pad frames to image until it is at least size
 // bytes long.
-func appendPadding(image []byte, size int64) []byte {
+func AppendPadding(image []byte, size int64) []byte {
 	var zeros []byte
 	for int64(len(image)) < size {
-		n := min(max(size-int64(len(image))-frameHeader, 0), maxFramePayload)
+		n := min(max(size-int64(len(image))-FrameHeaderSize, 0), MaxFramePayload)
 		if cap(zeros) < int(n) {
 			zeros = make([]byte, n)
 		}
-		image = appendFrame(image, framePad, 0, zeros[:n])
+		image = AppendFrame(image, TypePad, 0, zeros[:n])
 	}
 	return image
 }
 
-func decodeSnapshotHead(p []byte) (snapshotHead, bool) {
+func DecodeSnapshotHead(p []byte) (SnapshotHead, bool) {
 	if len(p) < 12 {
-		return snapshotHead{}, false
+		return SnapshotHead{}, false
 	}
-	return snapshotHead{binary.LittleEndian.Uint64(p), binary.LittleEndian.Uint32(p[8:])}, true
+	return SnapshotHead{binary.LittleEndian.Uint64(p), binary.LittleEndian.Uint32(p[8:])}, true
 }
 
 var (
@@ -183,12 +124,12 @@ var (
 	errOverBudget  = errors.New("snapshot chunk beyond the decode budget")
 )
 
-// chunkEntries bounds the entries a snapshot chunk of payload bytes that
+// ChunkEntries bounds the entries a snapshot chunk of payload bytes that
 // claims count entries may hold: a chunk that fits the decode budget holds
-// at most expandFactor*payload/minRecordCost records. It is the size hint
+// at most ExpandFactor*payload/MinRecordCost records. It is the size hint
 // used before decoding (or without decoding: another scope's chunks).
-func chunkEntries(count uint32, payload int) int64 {
-	return min(int64(count), int64(payload)*expandFactor/minRecordCost)
+func ChunkEntries(count uint32, payload int) int64 {
+	return min(int64(count), int64(payload)*ExpandFactor/MinRecordCost)
 }
 
 // zstdFrame checks that body is exactly one zstd frame without a
@@ -251,9 +192,9 @@ func zstdFrame(body []byte) (fcs, exact, bound int64, ok bool) {
 // unless keep is set; scratch is returned for reuse. A chunk that declares
 // or decodes to more than maxChunkRaw is damage; one that does not fit in
 // what is left of b is damage too, and is never decoded.
-func decodeChunk(f frame, scratch []byte, keep bool, b *decodeBudget) (body, _ []byte, err error) {
-	body = f.payload[12:]
-	if f.flags&frameFlagZstd == 0 {
+func decodeChunk(f Frame, scratch []byte, keep bool, b *Budget) (body, _ []byte, err error) {
+	body = f.Payload[12:]
+	if f.Flags&FrameZstd == 0 {
 		if len(body) > maxChunkRaw {
 			return nil, scratch, errBadSnapshot
 		}
@@ -304,13 +245,13 @@ func decodeChunk(f frame, scratch []byte, keep bool, b *decodeBudget) (body, _ [
 	return out, scratch, nil
 }
 
-// decodeSnapshot decodes a snapshot payload and appends its records to
+// DecodeSnapshot decodes a snapshot payload and appends its records to
 // recs, charging b for the decoded bytes and for each record at least
-// minRecordCost. Either the whole chunk decodes or nothing is appended. The
+// MinRecordCost. Either the whole chunk decodes or nothing is appended. The
 // records' slices alias scratch (returned for reuse), or with keep a buffer
 // of their own.
-func decodeSnapshot(f frame, scratch []byte, recs []record, keep bool, b *decodeBudget) (scope string, _ []record, _ []byte, err error) {
-	head, ok := decodeSnapshotHead(f.payload)
+func DecodeSnapshot(f Frame, scratch []byte, recs []Record, keep bool, b *Budget) (scope string, _ []Record, _ []byte, err error) {
+	head, ok := DecodeSnapshotHead(f.Payload)
 	if !ok {
 		return "", recs, scratch, errBadSnapshot
 	}
@@ -319,7 +260,7 @@ func decodeSnapshot(f frame, scratch []byte, recs []record, keep bool, b *decode
 		return "", recs, scratch, err
 	}
 	start := len(recs)
-	fail := func(err error) (string, []record, []byte, error) { return "", recs[:start], scratch, err }
+	fail := func(err error) (string, []Record, []byte, error) { return "", recs[:start], scratch, err }
 	slen, n := binary.Uvarint(raw)
 	if n <= 0 || slen > MaxScopeSize || uint64(len(raw)-n) < slen {
 		return fail(errBadSnapshot)
@@ -331,7 +272,7 @@ func decodeSnapshot(f frame, scratch []byte, recs []record, keep bool, b *decode
 		return fail(errBadSnapshot)
 	}
 	raw = raw[n:]
-	for i := uint32(0); i < head.count; i++ {
+	for i := uint32(0); i < head.Count; i++ {
 		var v [4]uint64
 		used := 0
 		for j := range v {
@@ -351,11 +292,11 @@ func decodeSnapshot(f frame, scratch []byte, recs []record, keep bool, b *decode
 			return fail(errOverBudget)
 		}
 		ins := base + int64(v[2])
-		recs = append(recs, record{
-			key:      raw[:klen:klen],
-			value:    raw[klen : klen+vlen : klen+vlen],
-			inserted: ins,
-			used:     ins + int64(v[3]),
+		recs = append(recs, Record{
+			Key:      raw[:klen:klen],
+			Value:    raw[klen : klen+vlen : klen+vlen],
+			Inserted: ins,
+			Used:     ins + int64(v[3]),
 		})
 		raw = raw[klen+vlen:]
 	}

@@ -1,0 +1,182 @@
+package cache
+
+import (
+	"bytes"
+	"errors"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// Find copies key's value into dst and returns its length. found is false on
+// a miss. If dst is too short, Find copies nothing and returns the length
+// needed with ErrRange. A hit reads memory only; a miss first checks the file
+// for entries other processes appended. Find never waits for the file lock.
+func (c *Cache) Find(key, dst []byte) (n int, found bool, err error) {
+	return c.find(key, dst, -1)
+}
+
+// find is Find with a counter stripe chosen by the caller (the C layer passes
+// one per thread); stripe < 0 picks one from the key's hash.
+func (c *Cache) find(key, dst []byte, stripe int) (int, bool, error) {
+	if len(key) == 0 || len(key) > MaxKeySize {
+		return 0, false, ErrSize
+	}
+	h := xxhash.Sum64(key)
+	if stripe < 0 {
+		stripe = goroutineStripe()
+	}
+	var t0 time.Time
+	if c.vlevel > 0 {
+		t0 = time.Now()
+	}
+	if n, flags, found, err := c.lookup(key, dst, h, stripe); found && c.mode != ModeRecache {
+		if c.vlevel > 0 && err == nil {
+			c.logEvent(hitEvent(flags), key, time.Since(t0), "")
+		}
+		return n, found, err
+	}
+	return c.findSlow(key, dst, h, stripe, t0)
+}
+
+func hitEvent(flags uint32) string {
+	switch {
+	case flags&entryFromSystem != 0:
+		return "system_hit"
+	case flags&entryFromFile != 0:
+		return "persistent_hit"
+	}
+	return "hit"
+}
+
+// lookup is the hit path: memory only, no locks, no allocation. It returns
+// the entry's flags (where it came from).
+func (c *Cache) lookup(key, dst []byte, h uint64, stripe int) (int, uint32, bool, error) {
+	ch, off, ok := c.idx.Load().lookup(key, h)
+	if !ok {
+		return 0, 0, false, nil
+	}
+	if g := c.gen.Load(); atomicLoad32(ch, off+8) != g {
+		atomicStore32(ch, off+8, g)
+	}
+	v := entryValue(ch, off)
+	flags := entryFlags(ch, off)
+	if len(v) > len(dst) {
+		return len(v), flags, true, ErrRange
+	}
+	copy(dst, v)
+	c.st.hit(stripe, flags)
+	return len(v), flags, true, nil
+}
+
+// findSlow handles a miss in memory: it reads what other processes
+// appended, then asks the system tier, then the remote tier.
+func (c *Cache) findSlow(key, dst []byte, h uint64, stripe int, t0 time.Time) (int, bool, error) {
+	if c.mode == ModeOff || c.mode == ModeRecache {
+		c.st.misses.Add(1)
+		if c.vlevel > 0 {
+			c.logEvent("miss", key, time.Since(t0), "")
+		}
+		return 0, false, nil
+	}
+	if c.closed.Load() {
+		return 0, false, ErrClosed
+	}
+	c.mu.Lock()
+	err := c.refresh(false)
+	c.mu.Unlock()
+	if err != nil {
+		c.reportOnce(err)
+	}
+	event := "persistent_hit"
+	n, _, found, err := c.lookup(key, dst, h, stripe)
+	if !found {
+		event = "system_hit"
+		n, found, err = c.systemGet(key, dst, h, stripe)
+	}
+	if !found {
+		event = "remote_hit"
+		n, found, err = c.remoteGet(key, dst)
+	}
+	if found {
+		if c.vlevel > 0 && err == nil {
+			c.logEvent(event, key, time.Since(t0), "")
+		}
+		return n, found, err
+	}
+	c.st.misses.Add(1)
+	if c.vlevel > 0 {
+		c.logEvent("miss", key, time.Since(t0), "")
+	}
+	if c.mode == ModeStrict {
+		return 0, false, ErrMiss
+	}
+	return 0, false, nil
+}
+
+// systemGet asks the read-only system tier. A hit is kept in this handle's
+// memory, and written to its file only with Promote.
+func (c *Cache) systemGet(key, dst []byte, h uint64, stripe int) (int, bool, error) {
+	if c.system == nil {
+		return 0, false, nil
+	}
+	v, ok := c.system.value(key, h)
+	if !ok {
+		return 0, false, nil
+	}
+	if c.opts.Promote {
+		c.insert(key, v, false)
+	} else {
+		c.mu.Lock()
+		c.idx.Load().put(key, v, h, entryFromSystem, c.gen.Load())
+		c.mu.Unlock()
+	}
+	c.st.hit(stripe, entryFromSystem)
+	if len(v) > len(dst) {
+		return len(v), true, ErrRange
+	}
+	return copy(dst, v), true, nil
+}
+
+// value returns a copy of key's value, reading the file's new tail on a
+// miss, without counting anything.
+func (c *Cache) value(key []byte, h uint64) ([]byte, bool) {
+	for try := 0; try < 2; try++ {
+		if ch, off, ok := c.idx.Load().lookup(key, h); ok {
+			return bytes.Clone(entryValue(ch, off)), true
+		}
+		if try == 0 {
+			c.mu.Lock()
+			err := c.refresh(false)
+			c.mu.Unlock()
+			if err != nil {
+				c.reportOnce(err)
+			}
+		}
+	}
+	return nil, false
+}
+
+// Get returns a copy of key's value, for Go callers that do not manage a
+// buffer.
+func (c *Cache) Get(key []byte) ([]byte, bool, error) {
+	var small [256]byte
+	n, found, err := c.Find(key, small[:])
+	if errors.Is(err, ErrRange) {
+		buf := make([]byte, n)
+		n, found, err = c.Find(key, buf)
+		if err == nil {
+			return buf[:n], found, nil
+		}
+	}
+	if err != nil || !found {
+		return nil, found, err
+	}
+	return append([]byte(nil), small[:n]...), true, nil
+}
+
+// FindStriped is Find for the C layer, which counts each thread's hits in
+// its own counter stripe so that threads never share a counter's cache line.
+func FindStriped(c *Cache, key, dst []byte, stripe int) (int, bool, error) {
+	return c.find(key, dst, stripe)
+}

@@ -1,0 +1,352 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"runtime/debug"
+	"syscall"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/convcache/convcache/internal/errs"
+	"github.com/convcache/convcache/internal/format"
+	"github.com/convcache/convcache/internal/safefile"
+	"github.com/convcache/convcache/internal/vfs"
+)
+
+// adopt makes f the current data file: it validates the header, reads every
+// frame and swaps in a freshly built index. Caller holds mu. With final, a
+// damaged tail is consumed (the caller holds the file lock, or is opening).
+func (c *Cache) adopt(f vfs.File, final bool) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return errs.IO(err, "stat", c.path, "")
+	}
+	size := fi.Size()
+	buf, err := c.read(f, 0, size)
+	if err != nil {
+		return err
+	}
+	h, err := format.DecodeHeader(buf[:min(len(buf), format.HeaderSize)])
+	if err != nil {
+		if errors.Is(err, format.ErrNewer) {
+			return fmt.Errorf("%s: %w (version %d; this library reads up to %d): upgrade convcache or use another CONVCACHE_PATH", c.path, err, h.Version, format.Version)
+		}
+		return fmt.Errorf("%s: %w: the file was left untouched; move it aside or set CONVCACHE_PATH to another file", c.path, err)
+	}
+	budget := format.NewBudget(size)
+	ix, scopes, lay := c.build(buf, final, &budget)
+	defer c.releaseScratch(size)
+	// Entries kept in memory survive the swap.
+	for k, v := range c.pending {
+		ix.put([]byte(k), v, xxhash.Sum64String(k), 0, 0)
+	}
+	if old := c.idx.Load(); old != nil {
+		carryMarks(old, ix, c.gen.Load())
+	}
+	if c.f != nil {
+		if c.dirty {
+			c.unsynced = append(c.unsynced, c.f)
+		} else {
+			c.f.Close()
+		}
+	}
+	c.f, c.dirty = f, false
+	c.off, c.snapEnd, c.created, c.scopes = lay.end, lay.snapEnd, h.Created, scopes
+	c.compacted = h.Flags&format.HeaderCompacted != 0 || lay.snapEnd > format.HeaderSize
+	c.snapEntries, c.journalPuts = lay.snapEntries, lay.journalPuts
+	c.budget, c.budgetEnd, c.tailMark = budget, size, tailMark{}
+	if lay.end < size {
+		c.tailMark = markOf(fi) // a tail left for later: see refresh
+	}
+	c.idx.Store(ix)
+	return nil
+}
+
+// tailMark identifies a file's state by its size and times: a scan that
+// left an unfinished tail need not be redone until the file changes.
+type tailMark struct {
+	size         int64
+	mtime, ctime syscall.Timespec
+}
+
+// markSettle is how long a file's data must have been left alone for its
+// times to tell its state: file times tick coarsely (a few milliseconds),
+// so a truncation and an append within one tick could leave the size and
+// times as they were. A file modified more recently (or whose time is that
+// close ahead) is not marked, and is scanned again (as git treats a
+// "racily clean" file). A variable for tests.
+var markSettle = 100 * time.Millisecond
+
+func markOf(fi fs.FileInfo) tailMark {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return markOfStat(st)
+	}
+	return tailMark{}
+}
+
+func markOfStat(st *syscall.Stat_t) tailMark {
+	if d := time.Since(time.Unix(st.Mtim.Unix())); d < markSettle && d > -markSettle {
+		return tailMark{} // no mark (refresh never matches one of size 0)
+	}
+	return tailMark{size: st.Size, mtime: st.Mtim, ctime: st.Ctim}
+}
+
+// releaseScratch drops the buffers a full read of a large file used, and
+// returns the memory to the operating system: the index keeps what it needs
+// in its own arena, and a long-lived host should not carry a file image.
+func (c *Cache) releaseScratch(size int64) {
+	if cap(c.buf) > 1<<20 {
+		c.buf = nil
+	}
+	if cap(c.zbuf) > 1<<20 {
+		c.zbuf = nil
+	}
+	c.recs = nil
+	if size > 4<<20 {
+		debug.FreeOSMemory()
+	}
+}
+
+// read returns size-off bytes of f from off, in the reusable read buffer.
+func (c *Cache) read(f vfs.File, off, size int64) ([]byte, error) {
+	n := int(size - off)
+	if cap(c.buf) < n {
+		c.buf = make([]byte, n)
+	}
+	buf := c.buf[:n]
+	got, err := f.ReadAt(buf, off)
+	if err != nil && !(errors.Is(err, io.EOF) && got == n) {
+		if errors.Is(err, io.EOF) { // the file shrank under us
+			return buf[:got], nil
+		}
+		return nil, errs.IO(err, "read", c.path, "")
+	}
+	return buf, nil
+}
+
+// layout is where a file image's parts are, as build finds them.
+type layout struct {
+	end         int64 // offset after the last frame accounted for
+	snapEnd     int64 // end of the leading snapshot frames
+	snapEntries int64 // entries in those frames, all scopes
+	journalPuts int64 // put frames after them, all scopes
+}
+
+// build parses a whole file image into a new index of this scope, decoding
+// no more than budget allows.
+//
+// A snapshot chunk's entry count is only a hint, bounded by the chunk's
+// bytes (format.ChunkEntries): it sizes the index and counts the snapshot for
+// needCompact, so a forged count can neither make the index huge nor keep
+// the journal from being compacted.
+func (c *Cache) build(buf []byte, final bool, budget *format.Budget) (ix *index, scopes map[uint64]bool, lay layout) {
+	scopes = map[uint64]bool{}
+	var frames []format.Frame
+	var hint int64
+	lay.snapEnd = format.HeaderSize
+	lay.end = format.HeaderSize + format.Scan(buf[format.HeaderSize:], format.HeaderSize, final, func(f format.Frame) {
+		head, isSnap := format.DecodeSnapshotHead(f.Payload)
+		isSnap = isSnap && f.Type == format.TypeSnapshot
+		entries := format.ChunkEntries(head.Count, len(f.Payload))
+		if (isSnap || f.Type == format.TypePad) && f.Off == lay.snapEnd {
+			lay.snapEnd = f.Off + format.FrameHeaderSize + int64(len(f.Payload))
+			if isSnap {
+				lay.snapEntries += entries
+			}
+		}
+		if f.Type == format.TypePut {
+			lay.journalPuts++
+		}
+		if isSnap && head.Scope == c.scopeHash {
+			hint += entries
+		} else if f.Type == format.TypePut {
+			hint++
+		}
+		frames = append(frames, f)
+	}, c.noteDamage)
+	ix = newIndex(int(hint))
+	for _, f := range frames {
+		c.apply(ix, scopes, f, budget)
+	}
+	return ix, scopes, lay
+}
+
+func (c *Cache) noteDamage(d format.Damage) {
+	c.st.damaged.Add(uint64(d.Len))
+}
+
+// apply adds one frame's entries of this scope to ix, decoding no more
+// than budget allows. Caller holds mu.
+func (c *Cache) apply(ix *index, scopes map[uint64]bool, f format.Frame, budget *format.Budget) {
+	switch f.Type {
+	case format.TypePut:
+		p, ok := format.DecodePut(f.Payload)
+		if !ok {
+			c.noteDamage(format.Damage{Off: f.Off, Len: int64(len(f.Payload))})
+			return
+		}
+		if p.Scope == c.scopeHash {
+			ix.put(p.Key, p.Value, xxhash.Sum64(p.Key), entryFromFile, 0)
+		}
+	case format.TypeScope:
+		if h, name, ok := format.DecodeScope(f.Payload); ok {
+			scopes[h] = true
+			if h == c.scopeHash && name != c.scope && !c.warnedBroke {
+				c.warnedBroke = true
+				c.warnf("%s: scope %q collides with %q (64-bit hash); results may mix", c.path, c.scope, name)
+			}
+		}
+	case format.TypeSnapshot:
+		head, ok := format.DecodeSnapshotHead(f.Payload)
+		if !ok {
+			return
+		}
+		scopes[head.Scope] = true
+		if head.Scope != c.scopeHash {
+			return // another scope's chunk: not even decompressed
+		}
+		var err error
+		_, c.recs, c.zbuf, err = format.DecodeSnapshot(f, c.zbuf, c.recs[:0], false, budget)
+		if err != nil {
+			c.noteDamage(format.Damage{Off: f.Off, Len: int64(len(f.Payload))})
+			return
+		}
+		for _, r := range c.recs {
+			ix.put(r.Key, r.Value, xxhash.Sum64(r.Key), entryFromFile, 0)
+		}
+		clear(c.recs)
+	}
+}
+
+// carryMarks copies the use marks of the current generation from an old
+// index to its replacement, so a reload does not forget recent hits.
+func carryMarks(old, ix *index, gen uint32) {
+	old.each(func(c []byte, off int) {
+		if atomicLoad32(c, off+8) != gen {
+			return
+		}
+		k := entryKey(c, off)
+		if nc, noff, ok := ix.lookup(k, xxhash.Sum64(k)); ok {
+			atomicStore32(nc, noff+8, gen)
+		}
+	})
+}
+
+// refresh brings the index up to date with the file: it reloads after the
+// file was replaced (compaction) and applies frames appended since the last
+// look. Caller holds mu. With final (the caller holds the file lock) a
+// damaged tail is consumed and a missing file is created.
+//
+// With nothing new this costs one fstat.
+func (c *Cache) refresh(final bool) error {
+	if c.detached {
+		return nil // the file at the path is not ours to read
+	}
+	if c.f == nil {
+		return c.reopen(final)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(c.f.Fd()), &st); err != nil {
+		return errs.IO(err, "stat", c.path, "")
+	}
+	if st.Nlink != 1 {
+		// 0: unlinked, usually replaced by a compaction's rename. More
+		// than 1: hard-linked, so check the path itself.
+		pi, err := c.fs.Stat(c.path)
+		if err != nil {
+			return c.reopen(final)
+		}
+		if pid := vfs.IDOf(pi); pid != (vfs.FileID{Dev: uint64(st.Dev), Ino: st.Ino}) {
+			return c.reopen(final)
+		}
+	}
+	size := st.Size
+	switch {
+	case size == c.off:
+		return nil
+	case size < c.off:
+		return c.reopen(final) // truncated by someone else: start over
+	case !final && c.tailMark.size > 0 && c.tailMark == markOfStat(&st):
+		return nil // the same unfinished tail as last time: nothing to redo
+	}
+	buf, err := c.read(c.f, c.off, size)
+	if err != nil {
+		return err
+	}
+	if size > c.budgetEnd {
+		c.budget.Grow(size - c.budgetEnd)
+		c.budgetEnd = size
+	}
+	ix := c.idx.Load()
+	tail := format.Damage{Off: -1}
+	c.off += format.Scan(buf, c.off, final, func(f format.Frame) {
+		if f.Type == format.TypePut {
+			c.journalPuts++
+		}
+		c.apply(ix, c.scopes, f, &c.budget)
+	}, func(d format.Damage) {
+		c.noteDamage(d)
+		tail = d
+	})
+	c.tailMark = tailMark{}
+	if c.off < size {
+		c.tailMark = markOfStat(&st)
+	}
+	if final && tail.Off >= 0 && tail.Off+tail.Len == size && !c.readOnly {
+		// A torn tail: a writer died mid-append (SIGKILL can cut a write
+		// between pages). We hold the lock, so nobody is writing, and no
+		// reader has read past an unfinished tail: cut it off before
+		// appending, so the journal never holds damage between records.
+		if err := c.f.Truncate(tail.Off); err == nil {
+			c.off = tail.Off
+		}
+	}
+	return nil
+}
+
+// reopen adopts whatever file is at the path now, if it may be used (else
+// the handle detaches, keeping what it has). Caller holds mu.
+func (c *Cache) reopen(final bool) error {
+	f, err := c.openData()
+	if errors.Is(err, safefile.ErrRefused) {
+		return nil
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		if !final || c.readOnly {
+			return nil
+		}
+		if err := c.createFile(); err != nil {
+			return err
+		}
+		f, err = c.openData()
+	}
+	if errors.Is(err, safefile.ErrRefused) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := c.adopt(f, final); err != nil {
+		f.Close()
+		return err
+	}
+	return nil
+}
+
+// Load picks up every entry in the file, including those other processes
+// wrote since the last look.
+func (c *Cache) Load() error {
+	if c.mode == ModeOff {
+		return nil
+	}
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.refresh(false)
+}

@@ -1,0 +1,253 @@
+package format
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"slices"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// Contents is every entry of every scope in one file image, merged: the
+// last write of a key wins, and use times include touch frames. It is what
+// compaction and the tools work on.
+//
+// It is built for a file of millions of entries: records sit in one slice
+// (their keys and values alias the file image or the decoded snapshot
+// chunks; nothing is copied), found through a map from (scope, key hash) to
+// the first record with that hash, the rest chained. About 110 bytes per
+// entry besides the image, where a map keyed by scope and key strings took
+// about 250.
+type Contents struct {
+	Names   map[uint64]string // scope hash -> name ("" if never named)
+	recs    []Merged
+	byHash  map[[2]uint64]int32 // (scope hash, key hash) -> index of the first such record
+	live    int                 // records not evicted
+	touches map[[2]uint64]int64
+	Damaged []Damage
+	Frames  int
+	End     int64    // offset after the last valid frame
+	budget  Budget   // what is left to decode
+	scratch []byte   // encoding scratch
+	zbuf    []byte   // decoding scratch
+	chunk   []Record // one chunk's records, before they are merged
+}
+
+type Merged struct {
+	Scope   uint64
+	KeyHash uint64
+	Record
+	next int32 // next record with the same scope and key hash, or -1
+	dead bool  // evicted
+}
+
+// NewContents returns empty contents that may decode a file of fileBytes
+// bytes (see Budget), for about n entries: a slice and map that never
+// grow spare no copies in a compaction of millions. n is a hint; it is
+// capped by what the file's bytes can hold.
+func NewContents(fileBytes int64, n int) *Contents {
+	n = int(min(int64(n), fileBytes*ExpandFactor/MinRecordCost+1024))
+	return &Contents{
+		Names:   map[uint64]string{},
+		recs:    make([]Merged, 0, n),
+		byHash:  make(map[[2]uint64]int32, n),
+		touches: map[[2]uint64]int64{},
+		budget:  NewBudget(fileBytes),
+	}
+}
+
+// Find returns the record of (scope, key), or nil.
+func (c *Contents) Find(scope, khash uint64, key []byte) *Merged {
+	i, ok := c.byHash[[2]uint64{scope, khash}]
+	for ok && i >= 0 {
+		if bytes.Equal(c.recs[i].Key, key) {
+			return &c.recs[i]
+		}
+		i = c.recs[i].next
+	}
+	return nil
+}
+
+// Put records a write. Later writes replace earlier ones. The slices must
+// stay valid as long as c.
+func (c *Contents) Put(scope uint64, r Record) {
+	kh := xxhash.Sum64(r.Key)
+	r.Used = max(r.Used, r.Inserted)
+	if e := c.Find(scope, kh, r.Key); e != nil {
+		r.Used = max(r.Used, e.Used)
+		e.Record = r
+		return
+	}
+	id := [2]uint64{scope, kh}
+	head, ok := c.byHash[id]
+	if !ok {
+		head = -1
+	}
+	c.recs = append(c.recs, Merged{Scope: scope, KeyHash: kh, Record: r, next: head})
+	c.byHash[id] = int32(len(c.recs) - 1)
+	c.live++
+}
+
+// Live returns how many records were not evicted.
+func (c *Contents) Live() int { return c.live }
+
+// BudgetLeft returns what is left of the decode budget (see Budget).
+func (c *Contents) BudgetLeft() int64 { return c.budget.left }
+
+// Each calls fn for every record that was not evicted.
+func (c *Contents) Each(fn func(e *Merged)) {
+	for i := range c.recs {
+		if !c.recs[i].dead {
+			fn(&c.recs[i])
+		}
+	}
+}
+
+// Add folds one frame in.
+func (c *Contents) Add(f Frame) {
+	c.Frames++
+	c.End = f.Off + FrameHeaderSize + int64(len(f.Payload))
+	switch f.Type {
+	case TypePut:
+		if p, ok := DecodePut(f.Payload); ok {
+			c.Put(p.Scope, Record{Key: p.Key, Value: p.Value, Inserted: p.Time, Used: p.Time})
+		} else {
+			c.Damaged = append(c.Damaged, Damage{f.Off, int64(len(f.Payload)) + FrameHeaderSize})
+		}
+	case TypeScope:
+		if h, name, ok := DecodeScope(f.Payload); ok && ScopeHash(name) == h {
+			c.Names[h] = name
+		}
+	case TypeTouch:
+		if len(f.Payload) >= 16 {
+			scope := binary.LittleEndian.Uint64(f.Payload)
+			t := int64(binary.LittleEndian.Uint64(f.Payload[8:]))
+			for p := f.Payload[16:]; len(p) >= 8; p = p[8:] {
+				k := [2]uint64{scope, binary.LittleEndian.Uint64(p)}
+				c.touches[k] = max(c.touches[k], t)
+			}
+		}
+	case TypeSnapshot:
+		// Keep each chunk's decoded bytes: the records alias them. The
+		// budget bounds how many bytes that can be.
+		var scope string
+		var err error
+		scope, c.chunk, c.zbuf, err = DecodeSnapshot(f, c.zbuf, c.chunk[:0], true, &c.budget)
+		if err != nil {
+			c.Damaged = append(c.Damaged, Damage{f.Off, int64(len(f.Payload)) + FrameHeaderSize})
+			return
+		}
+		head, _ := DecodeSnapshotHead(f.Payload)
+		if scope != "" && ScopeHash(scope) == head.Scope {
+			c.Names[head.Scope] = scope
+		}
+		for _, r := range c.chunk {
+			c.Put(head.Scope, r)
+		}
+		clear(c.chunk)
+	}
+}
+
+// ReadContents parses a whole file image, with a hint of its entries: n.
+// The header must already be valid.
+func ReadContents(buf []byte, n int) *Contents {
+	c := NewContents(int64(len(buf)), n)
+	Scan(buf[HeaderSize:], HeaderSize, true, c.Add, func(d Damage) {
+		c.Damaged = append(c.Damaged, d)
+	})
+	c.ApplyTouches()
+	return c
+}
+
+// ApplyTouches folds the touch frames added so far into the records' use
+// times. ReadContents does it; a caller that adds frames itself calls it
+// after the last one.
+func (c *Contents) ApplyTouches() {
+	if len(c.touches) == 0 {
+		return
+	}
+	c.Each(func(e *Merged) {
+		if t, ok := c.touches[[2]uint64{e.Scope, e.KeyHash}]; ok {
+			e.Used = max(e.Used, t)
+		}
+	})
+	clear(c.touches)
+}
+
+func recBytes(e *Merged) int64 { return int64(len(e.Key) + len(e.Value) + 16) }
+
+// Evict removes the least recently used entries until the contents are
+// below 90% of each bound that is exceeded. It returns how many it removed.
+func (c *Contents) Evict(maxEntries, maxBytes int64) int {
+	n := int64(c.live)
+	var size int64
+	c.Each(func(e *Merged) { size += recBytes(e) })
+	if (maxEntries <= 0 || n <= maxEntries) && (maxBytes <= 0 || size <= maxBytes) {
+		return 0
+	}
+	targetN, targetB := n, size
+	if maxEntries > 0 && n > maxEntries {
+		targetN = maxEntries * 9 / 10
+	}
+	if maxBytes > 0 && size > maxBytes {
+		targetB = maxBytes * 9 / 10
+	}
+	order := make([]int32, 0, c.live)
+	for i := range c.recs {
+		if !c.recs[i].dead {
+			order = append(order, int32(i))
+		}
+	}
+	slices.SortFunc(order, func(a, b int32) int {
+		ea, eb := &c.recs[a], &c.recs[b]
+		return cmp.Or(cmp.Compare(ea.Used, eb.Used), cmp.Compare(ea.Inserted, eb.Inserted),
+			cmp.Compare(ea.Scope, eb.Scope), bytes.Compare(ea.Key, eb.Key))
+	})
+	evicted := 0
+	for _, i := range order {
+		if n <= targetN && size <= targetB {
+			break
+		}
+		e := &c.recs[i]
+		size -= recBytes(e)
+		n--
+		e.dead = true
+		c.live--
+		evicted++
+	}
+	return evicted
+}
+
+// Encode writes a complete file image: a header and one run of snapshot
+// chunks per scope, keys sorted so that similar keys compress together.
+//
+// If the chunks would cost a reader more than ExpandFactor times the
+// image's size (values that compress extremely well), pad frames follow
+// them: a reader's Budget then always covers a file this package
+// wrote, and the budget stays a bound on what a hostile file can cost.
+func (c *Contents) Encode(created time.Time) []byte {
+	byScope := map[uint64][]*Merged{}
+	c.Each(func(e *Merged) { byScope[e.Scope] = append(byScope[e.Scope], e) })
+	scopes := make([]uint64, 0, len(byScope))
+	for s := range byScope {
+		scopes = append(scopes, s)
+	}
+	slices.Sort(scopes)
+	out := EncodeHeader(created, HeaderCompacted)
+	var recs []Record
+	var cost int64
+	for _, s := range scopes {
+		es := byScope[s]
+		slices.SortFunc(es, func(a, b *Merged) int { return bytes.Compare(a.Key, b.Key) })
+		recs = recs[:0]
+		for _, e := range es {
+			recs = append(recs, e.Record)
+		}
+		var n int64
+		out, c.scratch, n = AppendSnapshotFrames(out, s, c.Names[s], recs, c.scratch)
+		cost += n
+	}
+	return AppendPadding(out, (cost+ExpandFactor-1)/ExpandFactor)
+}
