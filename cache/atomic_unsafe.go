@@ -5,7 +5,9 @@ import (
 	"unsafe"
 )
 
-// This file holds the package's uses of unsafe.
+// This file holds the index's uses of unsafe: atomic access to words inside
+// byte chunks, and the stack address that picks a goroutine's counter
+// stripe. (hugepage_linux.go takes an arena's address for madvise.)
 //
 // The used word of an index entry lives inside a byte chunk. Entries start
 // at 8-byte aligned offsets of 8-byte aligned chunks, so the word at off+8 is
@@ -28,8 +30,9 @@ func atomicStore32(c []byte, off int, v uint32) {
 // goroutineStripe picks a hit-counter stripe for a Go caller. Go exposes no
 // goroutine or processor id, but every goroutine runs on its own stack, so
 // the address of a local variable tells concurrent goroutines apart: each
-// then counts in its own cache line, as each C thread does with the stripe
-// the C layer passes. (A stack that moves only changes the stripe.)
+// then counts in its own cache line. A C thread that calls in runs on a
+// goroutine of its own, so the same holds for C threads. (A stack that
+// moves only changes the stripe.)
 func goroutineStripe() int {
 	var here byte
 	return int(uintptr(unsafe.Pointer(&here)) >> 13)

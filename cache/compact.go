@@ -5,9 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
-	"runtime/debug"
-	"sync"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -51,7 +48,9 @@ func (c *Cache) compact() error {
 		defer busy.Unlock()
 	}
 	start := time.Now()
-	defer lowGC()()
+	if c.opts.Memory != nil {
+		defer c.opts.Memory.Compacting()()
+	}
 
 	// 1. Read the file as it is. (Locks are released by defer throughout,
 	// so that even a panic, recovered by compactSoon, leaves none held.)
@@ -83,8 +82,8 @@ func (c *Cache) compact() error {
 	entries, oldSize := all.Live(), len(buf)
 	image := all.Encode(start)
 	all, buf = nil, nil // garbage from here
-	if oldSize > 16<<20 {
-		runtime.GC() // free the old image before the new index is built
+	if c.opts.Memory != nil {
+		c.opts.Memory.Dropped(int64(oldSize)) // before the new index is built
 	}
 
 	// 3. Publish, with what was appended meanwhile.
@@ -252,33 +251,4 @@ func (c *Cache) compactSoon() {
 			}
 		}
 	}()
-}
-
-// The garbage collector lets the heap grow to twice what it held after the
-// last collection. A compaction holds the file image and the merged records
-// beside the live index, so with that headroom a compaction of a million
-// entries would take the process to over a gigabyte. While one runs, the
-// headroom is a fifth instead. (The library is the only Go code in its host
-// process, so the setting is ours; it is restored when the last compaction
-// ends.)
-var (
-	gcMu     sync.Mutex
-	gcUsers  int
-	gcBefore int
-)
-
-func lowGC() (restore func()) {
-	gcMu.Lock()
-	if gcUsers == 0 {
-		gcBefore = debug.SetGCPercent(20)
-	}
-	gcUsers++
-	gcMu.Unlock()
-	return func() {
-		gcMu.Lock()
-		if gcUsers--; gcUsers == 0 {
-			debug.SetGCPercent(gcBefore)
-		}
-		gcMu.Unlock()
-	}
 }

@@ -3,7 +3,11 @@
 // parameters, kept in one file that many threads and processes share.
 //
 // It is pure Go and usable directly from Go programs; the C ABI in package
-// capi is a thin layer over it.
+// capi is a thin layer over it. The engine changes no process-wide setting
+// (the garbage collector's included): a host that wants its large
+// operations to tune memory says so with Options.Memory, as the C library
+// does. The codecs of the file format below are in internal/format; the
+// offline tools' view of a whole file, every scope, is internal/cachefile.
 //
 // # Model
 //

@@ -12,20 +12,16 @@ import (
 // a miss. If dst is too short, Find copies nothing and returns the length
 // needed with ErrRange. A hit reads memory only; a miss first checks the file
 // for entries other processes appended. Find never waits for the file lock.
+//
+// Hits are counted in the calling goroutine's stripe of the counters
+// (goroutineStripe). Each C thread that calls in runs on a goroutine, and a
+// stack, of its own, so C threads count in stripes of their own too.
 func (c *Cache) Find(key, dst []byte) (n int, found bool, err error) {
-	return c.find(key, dst, -1)
-}
-
-// find is Find with a counter stripe chosen by the caller (the C layer passes
-// one per thread); stripe < 0 picks one from the key's hash.
-func (c *Cache) find(key, dst []byte, stripe int) (int, bool, error) {
 	if len(key) == 0 || len(key) > MaxKeySize {
 		return 0, false, ErrSize
 	}
 	h := xxhash.Sum64(key)
-	if stripe < 0 {
-		stripe = goroutineStripe()
-	}
+	stripe := goroutineStripe()
 	var t0 time.Time
 	if c.vlevel > 0 {
 		t0 = time.Now()
@@ -173,10 +169,4 @@ func (c *Cache) Get(key []byte) ([]byte, bool, error) {
 		return nil, found, err
 	}
 	return append([]byte(nil), small[:n]...), true, nil
-}
-
-// FindStriped is Find for the C layer, which counts each thread's hits in
-// its own counter stripe so that threads never share a counter's cache line.
-func FindStriped(c *Cache, key, dst []byte, stripe int) (int, bool, error) {
-	return c.find(key, dst, stripe)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/convcache/convcache/internal/cachefile"
 	"github.com/convcache/convcache/internal/format"
 	"github.com/convcache/convcache/internal/hostile"
 )
@@ -60,7 +61,7 @@ func FuzzOpenPath(f *testing.F) {
 		defer c.Close()
 		// What the handle returns must be what a decode of the file holds.
 		want := format.ReadContents(data, 0)
-		h := ScopeHash(sampleScope)
+		h := cachefile.ScopeHash(sampleScope)
 		for _, k := range [][]byte{[]byte("snap-key-1"), []byte("journal-key-3"), []byte("before"), []byte("k")} {
 			v, ok, err := c.Get(k)
 			if err != nil {
@@ -93,7 +94,7 @@ func FuzzOpenPath(f *testing.F) {
 		if c.Stats().Compactions == 0 {
 			t.Fatalf("no compaction")
 		}
-		file, err := ReadFile(path)
+		file, err := cachefile.ReadFile(path)
 		if err != nil || len(file.Damage) != 0 {
 			t.Fatalf("after compaction: %v, damage %+v", err, file.Damage)
 		}
@@ -108,15 +109,15 @@ func FuzzOpenPath(f *testing.F) {
 func FuzzReadFile(f *testing.F) {
 	addSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		file, err := DecodeFile("fuzz", data)
+		file, err := cachefile.DecodeFile("fuzz", data)
 		if err != nil {
 			if !errors.Is(err, ErrFormat) && !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("decode: %v", err)
 			}
 			return
 		}
-		if file.c.BudgetLeft() < 0 {
-			t.Fatalf("decoded past the budget: %d", file.c.BudgetLeft())
+		if file.BudgetLeft() < 0 {
+			t.Fatalf("decoded past the budget: %d", file.BudgetLeft())
 		}
 		entries := file.Entries()
 		n := 0
@@ -126,7 +127,7 @@ func FuzzReadFile(f *testing.F) {
 		if n != len(entries) {
 			t.Fatalf("scopes count %d entries, Entries returns %d", n, len(entries))
 		}
-		again, err := DecodeFile("again", EncodeFile(entries, file.Created))
+		again, err := cachefile.DecodeFile("again", cachefile.EncodeFile(entries, file.Created))
 		if err != nil || len(again.Damage) != 0 {
 			t.Fatalf("re-encoded: %v, damage %+v", err, again.Damage)
 		}
@@ -140,7 +141,7 @@ func FuzzReadFile(f *testing.F) {
 				t.Fatalf("re-encoded entry %d differs", i)
 			}
 		}
-		if !slices.IsSortedFunc(entries, func(a, b Entry) int {
+		if !slices.IsSortedFunc(entries, func(a, b cachefile.Entry) int {
 			if a.Scope != b.Scope || a.ScopeHash != b.ScopeHash {
 				return 0
 			}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/convcache/convcache/internal/cachefile"
 	"github.com/convcache/convcache/internal/format"
 	"github.com/convcache/convcache/internal/hostile"
 )
@@ -130,7 +131,7 @@ func TestForgedCountOtherScope(t *testing.T) {
 	}
 	// The new file is honest: every chunk decodes with exactly its count,
 	// and the forged chunks (which never decoded) are gone.
-	f, err := ReadFile(path)
+	f, err := cachefile.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,15 +177,15 @@ func TestDecompressionBombs(t *testing.T) {
 			if limit := uint64(2*budget + 8*int64(len(data)) + 8<<20); alloc > limit {
 				t.Errorf("open: %d bytes allocated for a %d-byte file (limit %d)", alloc, len(data), limit)
 			}
-			var f *File
+			var f *cachefile.File
 			alloc = leastAllocated(func() {
 				var err error
-				if f, err = ReadFile(path); err != nil {
+				if f, err = cachefile.ReadFile(path); err != nil {
 					t.Fatal(err)
 				}
 			})
-			if f.c.BudgetLeft() < 0 {
-				t.Errorf("ReadFile decoded past its budget: %d left", f.c.BudgetLeft())
+			if f.BudgetLeft() < 0 {
+				t.Errorf("ReadFile decoded past its budget: %d left", f.BudgetLeft())
 			}
 			// The merged view holds about three times MinRecordCost per
 			// record, and growing it allocates as much again.
@@ -218,14 +219,14 @@ func TestCompressibleValuesArePadded(t *testing.T) {
 	}
 	c.Close()
 	// The tools' rewrite leaves a snapshot and nothing else.
-	if err := Rewrite(path, 0, func(e []Entry) ([]Entry, error) { return e, nil }); err != nil {
+	if err := cachefile.Rewrite(path, 0, func(e []cachefile.Entry) ([]cachefile.Entry, error) { return e, nil }); err != nil {
 		t.Fatal(err)
 	}
 	fi, _ := os.Stat(path)
 	if min := int64(20*MaxValueSize) / format.ExpandFactor; fi.Size() < min {
 		t.Fatalf("the file is %d bytes: not padded to %d", fi.Size(), min)
 	}
-	f, err := ReadFile(path)
+	f, err := cachefile.ReadFile(path)
 	if err != nil || len(f.Damage) != 0 || len(f.Entries()) != 20 {
 		t.Fatalf("reading it back: %v, damage %+v, %d entries", err, f.Damage, len(f.Entries()))
 	}
@@ -243,7 +244,7 @@ func TestCompressibleValuesArePadded(t *testing.T) {
 		}
 	}, nil)
 	unpadded = append(img[:format.HeaderSize:format.HeaderSize], unpadded...)
-	f, err = DecodeFile("unpadded", unpadded)
+	f, err = cachefile.DecodeFile("unpadded", unpadded)
 	if err != nil || len(f.Damage) == 0 || len(f.Entries()) >= 20 {
 		t.Fatalf("unpadded: %v, damage %+v, %d entries", err, f.Damage, len(f.Entries()))
 	}
@@ -360,12 +361,12 @@ func TestHostileClassesRoundTrip(t *testing.T) {
 			if c.Stats().Compactions == 0 {
 				t.Fatalf("a %d-byte %s file was not compacted", len(data), cl.Name)
 			}
-			f, err := ReadFile(path)
+			f, err := cachefile.ReadFile(path)
 			if err != nil || len(f.Damage) != 0 {
 				t.Fatalf("after compaction: %v, damage %+v", err, f.Damage)
 			}
 			for _, e := range f.Entries() {
-				if e.ScopeHash == ScopeHash(hostileScope) && e.Scope != hostileScope {
+				if e.ScopeHash == cachefile.ScopeHash(hostileScope) && e.Scope != hostileScope {
 					t.Fatalf("entry %q has scope %q", e.Key, e.Scope)
 				}
 			}
@@ -424,7 +425,7 @@ func (w chanWriter) Write(p []byte) (int, error) {
 // rewrites the file does not move those entries into the named scope.
 func TestMislabelledScopeStaysApart(t *testing.T) {
 	path, _ := writeClass(t, "scope-mislabel", 0)
-	if err := Rewrite(path, 0, func(e []Entry) ([]Entry, error) { return e, nil }); err != nil {
+	if err := cachefile.Rewrite(path, 0, func(e []cachefile.Entry) ([]cachefile.Entry, error) { return e, nil }); err != nil {
 		t.Fatal(err)
 	}
 	c := openScope(t, path, Options{Mode: ModeReadOnly})
@@ -433,7 +434,7 @@ func TestMislabelledScopeStaysApart(t *testing.T) {
 			t.Fatalf("%s: another scope's entry served after a rewrite: %q", k, v)
 		}
 	}
-	f, err := ReadFile(path)
+	f, err := cachefile.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

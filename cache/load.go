@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -96,8 +95,9 @@ func markOfStat(st *syscall.Stat_t) tailMark {
 }
 
 // releaseScratch drops the buffers a full read of a large file used, and
-// returns the memory to the operating system: the index keeps what it needs
-// in its own arena, and a long-lived host should not carry a file image.
+// tells the memory policy, which may return the memory to the operating
+// system: the index keeps what it needs in its own arena, and a long-lived
+// host should not carry a file image.
 func (c *Cache) releaseScratch(size int64) {
 	if cap(c.buf) > 1<<20 {
 		c.buf = nil
@@ -106,8 +106,8 @@ func (c *Cache) releaseScratch(size int64) {
 		c.zbuf = nil
 	}
 	c.recs = nil
-	if size > 4<<20 {
-		debug.FreeOSMemory()
+	if c.opts.Memory != nil {
+		c.opts.Memory.Dropped(size)
 	}
 }
 

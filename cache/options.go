@@ -122,8 +122,28 @@ type Options struct {
 	Remote Remote
 	// Warn receives one-line warnings. Nil means standard error.
 	Warn io.Writer
+	// Memory, if set, is told about the engine's large operations, so that
+	// the program that owns the process may tune its garbage collector
+	// around them. The engine itself never changes a process-wide setting:
+	// that is right for a Go program that imports cache and for the CLI.
+	// The C library, the only Go code in its host, sets one (capi/memory.go).
+	Memory MemoryPolicy
 
 	fs vfs.FS // nil means the real file system (vfs.OS); tests inject faults
+}
+
+// MemoryPolicy is the embedding program's say over process-wide memory
+// settings around the engine's large operations. Its methods may be called
+// from several goroutines at once.
+type MemoryPolicy interface {
+	// Compacting is called as a compaction starts, and the function it
+	// returns when the compaction ends. A compaction holds the old file
+	// image, the merged entries and the new image at once.
+	Compacting() (done func())
+	// Dropped is called when the engine has let go of n bytes of file image
+	// and decoded scratch that the host may want collected and returned to
+	// the operating system.
+	Dropped(n int64)
 }
 
 // DefaultPath returns the default cache file: $CONVCACHE_PATH, else

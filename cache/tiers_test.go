@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/convcache/convcache/cache"
+	"github.com/convcache/convcache/internal/cachefile"
 	"github.com/convcache/convcache/lock"
 )
 
@@ -113,13 +114,13 @@ func TestSystemTier(t *testing.T) {
 	if err := u.Save(); err != nil {
 		t.Fatal(err)
 	}
-	f, _ := cache.ReadFile(user.path)
+	f, _ := cachefile.ReadFile(user.path)
 	if len(f.Entries()) != 1 {
 		t.Fatalf("system hits copied to the user file: %d entries", len(f.Entries()))
 	}
 	// Inserting a system value explicitly does write it.
 	mustInsert(t, u, key(5), val(5, 100))
-	f, _ = cache.ReadFile(user.path)
+	f, _ = cachefile.ReadFile(user.path)
 	if len(f.Entries()) != 2 {
 		t.Fatal("explicit insert of a system-tier value was skipped")
 	}
@@ -131,7 +132,7 @@ func TestSystemTier(t *testing.T) {
 	p := newEnv(t)
 	pc := p.open(cache.Options{Scope: "s", SystemPath: sys.path, Promote: true})
 	mustGet(t, pc, key(7), val(7, 100))
-	f, _ = cache.ReadFile(p.path)
+	f, _ = cachefile.ReadFile(p.path)
 	if len(f.Entries()) != 1 {
 		t.Fatal("promote did not write the system hit")
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/convcache/convcache/cache"
 	"github.com/convcache/convcache/internal/asuser"
+	"github.com/convcache/convcache/internal/cachefile"
 )
 
 // writeCache makes a cache file at path holding key=value (scope
@@ -108,7 +109,7 @@ func TestPlantedSymlinkNotFollowed(t *testing.T) {
 	if after, _ := os.ReadFile(evil); !bytes.Equal(before, after) {
 		t.Fatal("the attacker's file was written")
 	}
-	if _, err := cache.ResolvePath(link); !errors.Is(err, cache.ErrAccess) || !strings.Contains(err.Error(), "not followed") {
+	if _, err := cachefile.ResolvePath(link); !errors.Is(err, cache.ErrAccess) || !strings.Contains(err.Error(), "not followed") {
 		t.Fatalf("ResolvePath of a foreign link: %v", err)
 	}
 }
@@ -275,7 +276,7 @@ func TestCompactionKeepsModeAndGroup(t *testing.T) {
 		t.Fatal("no compaction ran")
 	}
 	checkModeGroup(t, path, 0o640, asuser.Group)
-	if err := cache.Rewrite(path, time.Second, func(in []cache.Entry) ([]cache.Entry, error) { return in, nil }); err != nil {
+	if err := cachefile.Rewrite(path, time.Second, func(in []cachefile.Entry) ([]cachefile.Entry, error) { return in, nil }); err != nil {
 		t.Fatal(err)
 	}
 	checkModeGroup(t, path, 0o640, asuser.Group)
@@ -298,23 +299,23 @@ func TestToolsTrust(t *testing.T) {
 	asuser.NeedRoot(t)
 	t.Setenv("CONVCACHE_TRUST_SHARED", "")
 	dir := stickyDir(t)
-	keep := func(in []cache.Entry) ([]cache.Entry, error) { return in, nil }
+	keep := func(in []cachefile.Entry) ([]cachefile.Entry, error) { return in, nil }
 
 	foreign := filepath.Join(dir, "foreign.ccdb")
 	writeCache(t, foreign, "k", "EVIL", asuser.Attacker, 0o644)
 	before, _ := os.ReadFile(foreign)
-	err := cache.Rewrite(foreign, time.Second, keep)
+	err := cachefile.Rewrite(foreign, time.Second, keep)
 	if !errors.Is(err, cache.ErrAccess) || !strings.Contains(err.Error(), "CONVCACHE_TRUST_SHARED") {
 		t.Fatalf("rewrite of a foreign file: %v", err)
 	}
 	if after, _ := os.ReadFile(foreign); !bytes.Equal(before, after) {
 		t.Fatal("a foreign file was rewritten")
 	}
-	if f, err := cache.ReadFile(foreign); err != nil || len(f.Entries()) != 1 {
+	if f, err := cachefile.ReadFile(foreign); err != nil || len(f.Entries()) != 1 {
 		t.Fatalf("reading a foreign file to inspect it: %v", err)
 	}
 	t.Setenv("CONVCACHE_TRUST_SHARED", "1")
-	if err := cache.Rewrite(foreign, time.Second, keep); err != nil {
+	if err := cachefile.Rewrite(foreign, time.Second, keep); err != nil {
 		t.Fatalf("rewrite with CONVCACHE_TRUST_SHARED=1: %v", err)
 	}
 	t.Setenv("CONVCACHE_TRUST_SHARED", "")
@@ -324,27 +325,27 @@ func TestToolsTrust(t *testing.T) {
 	link := filepath.Join(dir, "import.ccdb")
 	os.Symlink(filepath.Join(home, "new.ccdb"), link)
 	os.Lchown(link, asuser.Attacker, asuser.Attacker)
-	err = cache.Update(link, time.Second, keep)
+	err = cachefile.Update(link, time.Second, keep)
 	if !errors.Is(err, cache.ErrAccess) {
 		t.Fatalf("update through a foreign link: %v", err)
 	}
 	if ents, _ := os.ReadDir(home); len(ents) != 0 {
 		t.Fatalf("files made in the victim's home: %v", ents)
 	}
-	if _, err := cache.ReadFile(link); !errors.Is(err, cache.ErrAccess) {
+	if _, err := cachefile.ReadFile(link); !errors.Is(err, cache.ErrAccess) {
 		t.Fatalf("read through a foreign link: %v", err)
 	}
 
 	fifo := filepath.Join(t.TempDir(), "fifo.ccdb")
 	syscall.Mkfifo(fifo, 0o600)
-	if _, err := cache.ReadFile(fifo); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+	if _, err := cachefile.ReadFile(fifo); err == nil || !strings.Contains(err.Error(), "not a regular file") {
 		t.Fatalf("read of a FIFO: %v", err)
 	}
 
 	// WriteNew never replaces what appeared at its path, a link included.
 	out := filepath.Join(dir, "out.ccdb")
 	os.Symlink(filepath.Join(home, "x"), out)
-	if err := cache.WriteNew(out, nil); !errors.Is(err, cache.ErrInvalid) {
+	if err := cachefile.WriteNew(out, nil); !errors.Is(err, cache.ErrInvalid) {
 		t.Fatalf("WriteNew over a link: %v", err)
 	}
 }

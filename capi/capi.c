@@ -121,18 +121,6 @@ int convcache_version_number(void) { return CONVCACHE_VERSION_NUMBER; }
 
 /* ---- handles ----------------------------------------------------------- */
 
-/* Each thread counts its hits in its own stripe of the handle's counters,
- * so threads that hit at the same time do not share a cache line. */
-static __thread int cc_stripe = -1;
-static int cc_next_stripe;
-
-static inline int cc_thread_stripe(void) {
-    int s = cc_stripe;
-    if (__builtin_expect(s < 0, 0))
-        s = cc_stripe = __atomic_fetch_add(&cc_next_stripe, 1, __ATOMIC_RELAXED) & 63;
-    return s;
-}
-
 void convcache_options_init(convcache_options *o) {
     if (!o) return;
     memset(o, 0, sizeof *o);
@@ -198,8 +186,7 @@ int convcache_find(convcache *c, const void *key, size_t key_len, void *value,
     if (__builtin_expect(key_len - 1 >= CONVCACHE_KEY_MAX, 0))
         return cc_fail(CONVCACHE_E_SIZE, "convcache_find: key_len must be 1..CONVCACHE_KEY_MAX");
     if (value_cap > CONVCACHE_VALUE_MAX) value_cap = CONVCACHE_VALUE_MAX; /* every value fits */
-    return ccgo_find((uintptr_t)c, (void *)key, key_len, value, value_cap, value_len,
-                     cc_thread_stripe());
+    return ccgo_find((uintptr_t)c, (void *)key, key_len, value, value_cap, value_len);
 }
 
 int convcache_insert(convcache *c, const void *key, size_t key_len, const void *value,

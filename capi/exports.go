@@ -115,6 +115,7 @@ func ccgo_open(o *C.convcache_options, out *C.uintptr_t) (rc C.int) {
 	}
 	opts := cfg.Cache
 	opts.Remote = openRemote(cfg.Remote) // capi/remote.go; nil if none or unusable
+	opts.Memory = &memory                // capi/memory.go
 	c, err := cache.Open(cfg.Path, &opts)
 	if err != nil {
 		return code(err)
@@ -151,13 +152,13 @@ func cbytes(p unsafe.Pointer, n C.size_t) []byte {
 }
 
 //export ccgo_find
-func ccgo_find(tok C.uintptr_t, key unsafe.Pointer, klen C.size_t, val unsafe.Pointer, vcap C.size_t, vlen *C.size_t, stripe C.int) (rc C.int) {
+func ccgo_find(tok C.uintptr_t, key unsafe.Pointer, klen C.size_t, val unsafe.Pointer, vcap C.size_t, vlen *C.size_t) (rc C.int) {
 	defer guard(&rc)
 	c := handles.get(uintptr(tok))
 	if c == nil {
 		return errHandle()
 	}
-	n, found, err := cache.FindStriped(c, cbytes(key, klen), cbytes(val, vcap), int(stripe))
+	n, found, err := c.Find(cbytes(key, klen), cbytes(val, vcap))
 	if found {
 		*vlen = C.size_t(n)
 	}

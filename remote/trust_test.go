@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/convcache/convcache/cache"
+	"github.com/convcache/convcache/internal/cachefile"
 	"github.com/convcache/convcache/remote"
 )
 
@@ -57,7 +58,7 @@ func TestMACRecords(t *testing.T) {
 // fileEntries returns the entries of the cache file at path.
 func fileEntries(t *testing.T, path string) map[string]string {
 	t.Helper()
-	f, err := cache.ReadFile(path)
+	f, err := cachefile.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

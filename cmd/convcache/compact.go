@@ -7,14 +7,13 @@ import (
 	"os"
 	"time"
 
+	"github.com/convcache/convcache/internal/cachefile"
 	"github.com/spf13/cobra"
-
-	"github.com/convcache/convcache/cache"
 )
 
 // nothingToCompact says why the file at path needs no compaction ("does
 // not exist", "is empty"), or "" when it may: the message for what
-// cache.Rewrite reports as ErrNoFile, told before the file is read.
+// cachefile.Rewrite reports as ErrNoFile, told before the file is read.
 func nothingToCompact(path string) string {
 	fi, err := os.Stat(path)
 	switch {
@@ -64,15 +63,15 @@ func runCompact(e *env, args []string, timeout time.Duration) error {
 		fmt.Fprintf(e.stdout, "%s holds no records: nothing to compact\n", path)
 		return nil
 	}
-	err = cache.Rewrite(path, timeout, func(in []cache.Entry) ([]cache.Entry, error) { return in, nil })
-	if errors.Is(err, cache.ErrNoFile) { // removed or emptied meanwhile
+	err = cachefile.Rewrite(path, timeout, func(in []cachefile.Entry) ([]cachefile.Entry, error) { return in, nil })
+	if errors.Is(err, cachefile.ErrNoFile) { // removed or emptied meanwhile
 		fmt.Fprintf(e.stdout, "%s is gone or empty: nothing to compact\n", path)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	after, err := cache.ReadFile(path)
+	after, err := cachefile.ReadFile(path)
 	if err != nil {
 		return err
 	}

@@ -8,9 +8,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/convcache/convcache/internal/cachefile"
 	"github.com/spf13/cobra"
-
-	"github.com/convcache/convcache/cache"
 )
 
 // dump is ls in full detail: times, every perf result, and hex dumps.
@@ -33,7 +32,7 @@ fields (params, find_key, perfs).`,
 	return c
 }
 
-func printEntry(w *bufio.Writer, now time.Time, en cache.Entry, d *decoded) {
+func printEntry(w *bufio.Writer, now time.Time, en cachefile.Entry, d *decoded) {
 	layout := d.Layout
 	if layout == "" {
 		layout = "unknown (hex)"

@@ -9,7 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/convcache/convcache/cache"
+	"github.com/convcache/convcache/internal/cachefile"
 )
 
 func TestSafeText(t *testing.T) {
@@ -49,7 +49,7 @@ func TestHostileScopeName(t *testing.T) {
 		entry(hostileScope, torchKey(v7+"fwd", params(1, 3, 8, 3)), perf(1, 0.5), now, now))
 	other := filepath.Join(dir, "other.ccdb")
 	writeFile(t, other, entry(hostileScope, []byte("k1"), []byte("v2"), now.Add(time.Second), now))
-	hash := hashText(cache.ScopeHash(hostileScope))
+	hash := hashText(cachefile.ScopeHash(hostileScope))
 
 	runs := [][]string{
 		{"ls", path},

@@ -4,9 +4,8 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/convcache/convcache/internal/cachefile"
 	"github.com/spf13/cobra"
-
-	"github.com/convcache/convcache/cache"
 )
 
 // A bundle is a cache file: a compacted snapshot, zstd-compressed in chunks,
@@ -60,7 +59,7 @@ func runExport(e *env, c *cobra.Command, args []string, out string, scopes []str
 			path, len(c), c[0].Offset, path)
 	}
 	all := f.Entries()
-	var sel []cache.Entry
+	var sel []cachefile.Entry
 	for _, en := range all {
 		if filter.match(en.ScopeHash) {
 			sel = append(sel, en)
@@ -69,7 +68,7 @@ func runExport(e *env, c *cobra.Command, args []string, out string, scopes []str
 	if len(sel) == 0 {
 		return usageErr("%s has no entries of %s: nothing to export; its scopes are %s", path, filter, scopeList(all))
 	}
-	if err := cache.WriteNew(out, sel); err != nil {
+	if err := cachefile.WriteNew(out, sel); err != nil {
 		return err
 	}
 	var size int64

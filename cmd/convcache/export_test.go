@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/convcache/convcache/cache"
+	"github.com/convcache/convcache/internal/cachefile"
 )
 
 func TestExport(t *testing.T) {
@@ -27,7 +28,7 @@ func TestExport(t *testing.T) {
 	if v.Entries != 3 || v.Scopes != 1 {
 		t.Fatalf("bundle: %+v", v)
 	}
-	f, _ := cache.ReadFile(bundle)
+	f, _ := cachefile.ReadFile(bundle)
 	if f.JournalBytes != 0 || f.SnapshotBytes == 0 {
 		t.Fatalf("bundle is not a snapshot: %+v", f)
 	}

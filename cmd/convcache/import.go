@@ -4,9 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/convcache/convcache/internal/cachefile"
 	"github.com/spf13/cobra"
-
-	"github.com/convcache/convcache/cache"
 )
 
 func newImportCmd(e *env) *cobra.Command {
@@ -48,7 +47,7 @@ func runImport(e *env, c *cobra.Command, bundles []string, into string, scopes [
 	if err != nil {
 		return err
 	}
-	var incoming []cache.Entry
+	var incoming []cachefile.Entry
 	var from []string
 	for i, f := range files {
 		for _, en := range f.Entries() {
@@ -69,7 +68,7 @@ func runImport(e *env, c *cobra.Command, bundles []string, into string, scopes [
 	counts := map[outcome]int{}
 	bar := e.progress("importing", int64(len(incoming)))
 	bar.count = true
-	err = cache.Update(path, timeout, func(live []cache.Entry) ([]cache.Entry, error) {
+	err = cachefile.Update(path, timeout, func(live []cachefile.Entry) ([]cachefile.Entry, error) {
 		m = newMerger()
 		clear(counts)
 		for _, en := range live {

@@ -12,8 +12,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/convcache/convcache/cache"
 	"github.com/convcache/convcache/cudnn"
+	"github.com/convcache/convcache/internal/cachefile"
 )
 
 // entryJSON is one entry as ls and dump print it with --json.
@@ -94,7 +94,7 @@ func list(e *env, name string, args []string, o listOptions, full bool) error {
 	if err != nil {
 		return err
 	}
-	var entries []cache.Entry
+	var entries []cachefile.Entry
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		fmt.Fprintf(e.stderr, "convcache %s: %s does not exist yet: nothing cached\n", name, path)
 	} else {
@@ -149,7 +149,7 @@ func list(e *env, name string, args []string, o listOptions, full bool) error {
 	return nil
 }
 
-func toJSON(en cache.Entry, hexMax int, full bool) entryJSON {
+func toJSON(en cachefile.Entry, hexMax int, full bool) entryJSON {
 	d := describe(en.Key, en.Value, hexMax)
 	j := entryJSON{
 		Scope: en.Scope, ScopeHash: hashText(en.ScopeHash), Layout: d.Layout, Name: d.Name,

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/convcache/convcache/cache"
 	"github.com/convcache/convcache/cudnn"
+	"github.com/convcache/convcache/internal/cachefile"
 )
 
 func ls(t *testing.T, env []string, args ...string) []entryJSON {
@@ -59,7 +59,7 @@ func TestLs(t *testing.T) {
 	if es := ls(t, nil, path, "--scope", gpuB); len(es) != 1 || es[0].Layout != "" || es[0].Key != "6f70617175652d6b6579 (10 B)" {
 		t.Fatalf("--scope gpuB: %+v", es)
 	}
-	if es := ls(t, nil, "--scope", hashText(cache.ScopeHash(gpuA)), path); len(es) != 3 {
+	if es := ls(t, nil, "--scope", hashText(cachefile.ScopeHash(gpuA)), path); len(es) != 3 {
 		t.Fatalf("--scope #hash: %d entries", len(es))
 	}
 	if es := ls(t, []string{"CONVCACHE_SCOPE=" + gpuA}, path, "--scope", "current"); len(es) != 3 || es[0].Scope != gpuA {

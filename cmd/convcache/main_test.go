@@ -18,6 +18,7 @@ import (
 
 	"github.com/convcache/convcache/cache"
 	"github.com/convcache/convcache/cudnn"
+	"github.com/convcache/convcache/internal/cachefile"
 )
 
 var binary string
@@ -132,14 +133,14 @@ func perf(algo int32, ms float32) []byte {
 }
 
 // entry builds a tools entry with explicit times.
-func entry(scope string, key, value []byte, inserted, used time.Time) cache.Entry {
-	return cache.Entry{Scope: scope, Key: key, Value: value, Inserted: inserted, Used: used}
+func entry(scope string, key, value []byte, inserted, used time.Time) cachefile.Entry {
+	return cachefile.Entry{Scope: scope, Key: key, Value: value, Inserted: inserted, Used: used}
 }
 
 // writeFile writes a new cache file holding entries.
-func writeFile(t *testing.T, path string, entries ...cache.Entry) {
+func writeFile(t *testing.T, path string, entries ...cachefile.Entry) {
 	t.Helper()
-	if err := cache.WriteNew(path, entries); err != nil {
+	if err := cachefile.WriteNew(path, entries); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -7,9 +7,8 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/convcache/convcache/internal/cachefile"
 	"github.com/spf13/cobra"
-
-	"github.com/convcache/convcache/cache"
 )
 
 // What merging one entry into others did.
@@ -33,7 +32,7 @@ type merger struct {
 }
 
 type slot struct {
-	e    cache.Entry
+	e    cachefile.Entry
 	from string
 }
 
@@ -49,11 +48,11 @@ type conflict struct {
 
 func newMerger() *merger { return &merger{slots: map[string]*slot{}} }
 
-func entryID(e cache.Entry) string {
+func entryID(e cachefile.Entry) string {
 	return strconv.FormatUint(e.ScopeHash, 16) + "/" + string(e.Key)
 }
 
-func (m *merger) add(e cache.Entry, from string) outcome {
+func (m *merger) add(e cachefile.Entry, from string) outcome {
 	id := entryID(e)
 	s, ok := m.slots[id]
 	if !ok {
@@ -97,7 +96,7 @@ func (m *merger) add(e cache.Entry, from string) outcome {
 }
 
 // decide reports whether b should replace a, and why.
-func decide(a, b cache.Entry) (bool, string) {
+func decide(a, b cachefile.Entry) (bool, string) {
 	da, db := describe(a.Key, a.Value, 0), describe(b.Key, b.Value, 0)
 	if da.known() && db.known() {
 		ta, oka := da.bestTime()
@@ -117,8 +116,8 @@ func decide(a, b cache.Entry) (bool, string) {
 	return true, "newer entry (value layout unknown or times equal)"
 }
 
-func (m *merger) entries() []cache.Entry {
-	out := make([]cache.Entry, 0, len(m.order))
+func (m *merger) entries() []cachefile.Entry {
+	out := make([]cachefile.Entry, 0, len(m.order))
 	for _, id := range m.order {
 		out = append(out, m.slots[id].e)
 	}
@@ -134,10 +133,10 @@ func printConflicts(w io.Writer, cs []conflict) {
 
 // readInputs reads cache files or bundles, warning about damaged records
 // (their entries are lost; the rest are used).
-func (e *env) readInputs(cmd string, paths []string) ([]*cache.File, error) {
-	var out []*cache.File
+func (e *env) readInputs(cmd string, paths []string) ([]*cachefile.File, error) {
+	var out []*cachefile.File
 	for _, p := range paths {
-		rp, err := cache.ResolvePath(p)
+		rp, err := cachefile.ResolvePath(p)
 		if err != nil {
 			return nil, err
 		}
@@ -199,7 +198,7 @@ func runMerge(e *env, c *cobra.Command, inputs []string, out string, scopes []st
 		}
 	}
 	all := m.entries()
-	if err := cache.WriteNew(out, all); err != nil {
+	if err := cachefile.WriteNew(out, all); err != nil {
 		return err
 	}
 	printConflicts(e.stdout, m.conflicts)
@@ -213,7 +212,7 @@ func runMerge(e *env, c *cobra.Command, inputs []string, out string, scopes []st
 	return nil
 }
 
-func countScopes(es []cache.Entry) int {
+func countScopes(es []cachefile.Entry) int {
 	s := map[uint64]bool{}
 	for _, e := range es {
 		s[e.ScopeHash] = true

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/convcache/convcache/cache"
 	"github.com/convcache/convcache/cudnn"
+	"github.com/convcache/convcache/internal/cachefile"
 )
 
 func TestMerge(t *testing.T) {
@@ -57,11 +57,11 @@ func TestMerge(t *testing.T) {
 		}
 	}
 
-	f, err := cache.ReadFile(out)
+	f, err := cachefile.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]cache.Entry{}
+	got := map[string]cachefile.Entry{}
 	for _, e := range f.Entries() {
 		got[e.Scope+"|"+string(e.Key)] = e
 	}
@@ -109,7 +109,7 @@ func TestMergeTies(t *testing.T) {
 	writeFile(t, a, entry("s", k, perf(1, 0.5), at.Add(time.Minute), at), entry("s", []byte("x"), []byte("1"), at, at))
 	writeFile(t, b, entry("s", k, perf(2, 0.5), at, at), entry("s", []byte("x"), []byte("2"), at, at))
 	mustRun(t, exitOK, nil, "merge", a, b, "-o", out)
-	f, _ := cache.ReadFile(out)
+	f, _ := cachefile.ReadFile(out)
 	for _, e := range f.Entries() {
 		switch string(e.Key) {
 		case string(k):

@@ -1,6 +1,9 @@
 package main
 
-import "github.com/convcache/convcache/cache"
+import (
+	"github.com/convcache/convcache/cache"
+	"github.com/convcache/convcache/internal/cachefile"
+)
 
 // cachePath returns the optional PATH argument (atMostOnePath checked
 // that there is at most one), or the default cache file, resolved as the
@@ -23,5 +26,5 @@ func resolve(path string) (string, error) {
 		}
 		path = p
 	}
-	return cache.ResolvePath(path)
+	return cachefile.ResolvePath(path)
 }

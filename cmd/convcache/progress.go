@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/convcache/convcache/cache"
+	"github.com/convcache/convcache/internal/cachefile"
 )
 
 // progress draws a bar on standard error while a long operation runs, when
@@ -88,7 +89,7 @@ func (p *progress) finish() {
 
 // readCache reads and parses a whole cache file, showing a progress bar
 // while it reads. It returns errors that name the file and what to do.
-func (e *env) readCache(path, label string) (*cache.File, error) {
+func (e *env) readCache(path, label string) (*cachefile.File, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -119,5 +120,5 @@ func (e *env) readCache(path, label string) (*cache.File, error) {
 			return nil, fmt.Errorf("%w: read %s: %v; check the disk", cache.ErrIO, path, err)
 		}
 	}
-	return cache.DecodeFile(path, data)
+	return cachefile.DecodeFile(path, data)
 }

@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/convcache/convcache/cache"
 	"github.com/convcache/convcache/internal/bytesize"
+	"github.com/convcache/convcache/internal/cachefile"
 )
 
 // pruneRules say which entries prune removes.
@@ -23,19 +23,19 @@ type pruneRules struct {
 }
 
 type removal struct {
-	e      cache.Entry
+	e      cachefile.Entry
 	reason string
 }
 
 // entryBytes is what an entry counts against --max-bytes, as against
 // CONVCACHE_MAX_BYTES: its key and value and 16 bytes of bookkeeping.
-func entryBytes(e cache.Entry) int64 { return int64(len(e.Key)+len(e.Value)) + 16 }
+func entryBytes(e cachefile.Entry) int64 { return int64(len(e.Key)+len(e.Value)) + 16 }
 
 // prune applies the rules to in and returns what stays and what goes.
-func (r *pruneRules) prune(in []cache.Entry, now time.Time) ([]cache.Entry, []removal) {
-	var out []cache.Entry
+func (r *pruneRules) prune(in []cachefile.Entry, now time.Time) ([]cachefile.Entry, []removal) {
+	var out []cachefile.Entry
 	var gone []removal
-	var cand []cache.Entry // selected entries that survive the other rules
+	var cand []cachefile.Entry // selected entries that survive the other rules
 	var selBytes int64
 	for _, e := range in {
 		if !r.only.match(e.ScopeHash) {
@@ -55,7 +55,7 @@ func (r *pruneRules) prune(in []cache.Entry, now time.Time) ([]cache.Entry, []re
 		}
 	}
 	if r.maxBytes >= 0 && selBytes > r.maxBytes {
-		slices.SortStableFunc(cand, func(a, b cache.Entry) int {
+		slices.SortStableFunc(cand, func(a, b cachefile.Entry) int {
 			return cmp.Or(a.Used.Compare(b.Used), a.Inserted.Compare(b.Inserted))
 		})
 		i := 0
@@ -142,14 +142,14 @@ func runPrune(e *env, c *cobra.Command, args []string, o *pruneOptions) error {
 		if err != nil {
 			return err
 		}
-		var rest []cache.Entry
+		var rest []cachefile.Entry
 		rest, gone = r.prune(f.Entries(), now)
 		left = len(rest)
 	} else {
 		if _, err := e.readCache(path, "reading "+path); err != nil {
 			return err // a clear message for a missing or foreign file
 		}
-		err = cache.Rewrite(path, timeout, func(in []cache.Entry) ([]cache.Entry, error) {
+		err = cachefile.Rewrite(path, timeout, func(in []cachefile.Entry) ([]cachefile.Entry, error) {
 			rest, g := r.prune(in, now)
 			gone, left = g, len(rest)
 			if len(g) == 0 {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/convcache/convcache/cache"
+	"github.com/convcache/convcache/internal/cachefile"
 )
 
 // agedCache writes entries of two scopes used at different ages: "a/N" in
@@ -16,7 +16,7 @@ import (
 func agedCache(t *testing.T) string {
 	t.Helper()
 	now := time.Now()
-	var es []cache.Entry
+	var es []cachefile.Entry
 	for i := 0; i < 10; i++ {
 		used := now.Add(-time.Duration(i) * 24 * time.Hour)
 		ins := used.Add(-time.Hour)
@@ -31,7 +31,7 @@ func agedCache(t *testing.T) string {
 // keys returns the keys left in the file, as a set.
 func keys(t *testing.T, path string) map[string]bool {
 	t.Helper()
-	f, err := cache.ReadFile(path)
+	f, err := cachefile.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

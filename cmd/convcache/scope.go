@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/convcache/convcache/cache"
 	"github.com/convcache/convcache/cudnn"
+	"github.com/convcache/convcache/internal/cachefile"
 )
 
 type deviceJSON struct {
@@ -85,7 +85,7 @@ func runScope(e *env, device int, asJSON bool) error {
 		}
 		r.Devices = append(r.Devices, deviceJSON{
 			Ordinal: d.Ordinal, Name: d.Name, CC: fmt.Sprintf("%d.%d", d.Major, d.Minor), SMs: d.SMs,
-			Driver: d.Driver, CuDNN: d.CuDNN, Cudart: d.Cudart, Scope: s, Hash: hashText(cache.ScopeHash(s)),
+			Driver: d.Driver, CuDNN: d.CuDNN, Cudart: d.Cudart, Scope: s, Hash: hashText(cachefile.ScopeHash(s)),
 		})
 	}
 	if partial != nil {

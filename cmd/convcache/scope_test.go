@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/convcache/convcache/cache"
+	"github.com/convcache/convcache/internal/cachefile"
 )
 
 // noDriver makes the probe fail as on a machine without the NVIDIA driver,
@@ -64,7 +64,7 @@ func TestScopeDevices(t *testing.T) {
 		t.Fatal("no devices")
 	}
 	for _, d := range s.Devices {
-		if !strings.HasPrefix(d.Scope, "cc1;gpu=") || d.Hash != hashText(cache.ScopeHash(d.Scope)) {
+		if !strings.HasPrefix(d.Scope, "cc1;gpu=") || d.Hash != hashText(cachefile.ScopeHash(d.Scope)) {
 			t.Errorf("device %+v", d)
 		}
 	}

@@ -5,8 +5,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/convcache/convcache/cache"
 	"github.com/convcache/convcache/cudnn"
+	"github.com/convcache/convcache/internal/cachefile"
 )
 
 // currentScopes returns this machine's scopes, as the library names them
@@ -41,7 +41,7 @@ func newScopeFilter(specs []string) (*scopeFilter, error) {
 				return nil, err
 			}
 			for _, c := range cur {
-				f.hashes[cache.ScopeHash(c)] = true
+				f.hashes[cachefile.ScopeHash(c)] = true
 				f.names = append(f.names, c)
 			}
 		case strings.HasPrefix(s, "#"):
@@ -54,7 +54,7 @@ func newScopeFilter(specs []string) (*scopeFilter, error) {
 		case s == "":
 			return nil, usageErr("empty scope name: give a name, current, or #HASH")
 		default:
-			f.hashes[cache.ScopeHash(s)] = true
+			f.hashes[cachefile.ScopeHash(s)] = true
 			f.names = append(f.names, s)
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/convcache/convcache/cache"
+	"github.com/convcache/convcache/internal/cachefile"
 )
 
 // scopeLabel names a scope for people, in text output: its name, with
@@ -22,7 +22,7 @@ func scopeLabel(name string, hash uint64) string {
 func hashText(h uint64) string { return fmt.Sprintf("#%016x", h) }
 
 // scopeList lists the scopes of entries, for messages.
-func scopeList(es []cache.Entry) string {
+func scopeList(es []cachefile.Entry) string {
 	seen := map[uint64]string{}
 	for _, e := range es {
 		seen[e.ScopeHash] = scopeLabel(e.Scope, e.ScopeHash)

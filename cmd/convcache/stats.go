@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/convcache/convcache/cache"
+	"github.com/convcache/convcache/internal/cachefile"
 	"github.com/convcache/convcache/internal/config"
 	"github.com/convcache/convcache/remote"
 )
@@ -141,7 +141,7 @@ func reportFile(path string) (*fileReport, error) {
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return r, nil
 	}
-	f, err := cache.ReadFile(path)
+	f, err := cachefile.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}

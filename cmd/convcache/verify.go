@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/convcache/convcache/cache"
+	"github.com/convcache/convcache/internal/cachefile"
 )
 
 type verifyReport struct {
@@ -76,7 +77,7 @@ func runVerify(e *env, args []string, asJSON, strict bool) error {
 	return nil
 }
 
-func checkFile(r *verifyReport, f *cache.File, strict bool) {
+func checkFile(r *verifyReport, f *cachefile.File, strict bool) {
 	r.Size, r.Records = f.Size, f.Frames
 	for _, d := range f.Damage {
 		dr := damageReport{d.Offset, d.Length}
@@ -99,8 +100,8 @@ func checkFile(r *verifyReport, f *cache.File, strict bool) {
 		r.Entries += s.Entries
 		if s.Name == "" {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("%s: scope %s (%d entries) is never named in the file", r.Path, hashText(s.Hash), s.Entries))
-		} else if cache.ScopeHash(s.Name) != s.Hash {
-			r.Problems = append(r.Problems, fmt.Sprintf("%s: scope %q is recorded under hash %s, but its name hashes to %s", r.Path, s.Name, hashText(s.Hash), hashText(cache.ScopeHash(s.Name))))
+		} else if cachefile.ScopeHash(s.Name) != s.Hash {
+			r.Problems = append(r.Problems, fmt.Sprintf("%s: scope %q is recorded under hash %s, but its name hashes to %s", r.Path, s.Name, hashText(s.Hash), hashText(cachefile.ScopeHash(s.Name))))
 		}
 	}
 	for _, en := range f.Entries() {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/convcache/convcache/cache"
+	"github.com/convcache/convcache/internal/cachefile"
 	"github.com/convcache/convcache/lock"
 )
 
@@ -122,7 +123,7 @@ func TestCompact(t *testing.T) {
 	if !strings.Contains(r.stdout, "compacted "+path) || !strings.Contains(r.stdout, "4 entries in 2 scope(s)") {
 		t.Fatalf("stdout %q", r.stdout)
 	}
-	f, err := cache.ReadFile(path)
+	f, err := cachefile.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +141,7 @@ func TestCompact(t *testing.T) {
 	if err := c.Insert([]byte("after"), []byte("compact")); err != nil {
 		t.Fatal(err)
 	}
-	if f, _ := cache.ReadFile(path); len(f.Entries()) != 5 {
+	if f, _ := cachefile.ReadFile(path); len(f.Entries()) != 5 {
 		t.Fatalf("insert after compact: %d entries", len(f.Entries()))
 	}
 

@@ -1,22 +1,3 @@
-// Command torture is convcache's crash-torture harness.
-//
-// It runs writer processes (tests/torture_writer.c, linked against the real
-// libconvcache.so) that insert, call get_or_create and save on one cache
-// file, and SIGKILLs them at random moments, restarting each, until it has
-// killed -kills of them. Compaction is made frequent
-// (CONVCACHE_COMPACT_JOURNAL) so kills land in compactions too.
-//
-// Then it checks, reading the file independently with package cache:
-//   - the file loads without error and a verify pass finds no corrupt
-//     record (a torn tail from the last kill is allowed and reported);
-//   - every insert that returned 0 before its process died is present with
-//     its exact value;
-//   - no key holds a value that was never inserted for it.
-//
-// Exit status 0 means every check passed. `make test` runs a short version;
-// `make torture` the long one. The temporary directory is removed and every
-// child killed on every exit path: a failure, SIGINT, SIGTERM or SIGHUP; and
-// the children die with the harness (Pdeathsig) even if it is SIGKILLed.
 package main
 
 import (
@@ -36,6 +17,7 @@ import (
 	"time"
 
 	"github.com/convcache/convcache/cache"
+	"github.com/convcache/convcache/internal/cachefile"
 )
 
 func main() {
@@ -149,11 +131,11 @@ type torture struct {
 // runCompactor rewrites the cache file again and again, as `convcache
 // compact` does, until it is killed: kills then land in compactions too. It
 // may start before any writer has created the file: that is nothing to do
-// (cache.ErrNoFile), as a lock held too long by a writer is.
+// (cachefile.ErrNoFile), as a lock held too long by a writer is.
 func runCompactor(path string) {
 	for {
-		err := cache.Rewrite(path, 10*time.Second, func(in []cache.Entry) ([]cache.Entry, error) { return in, nil })
-		if err != nil && !errors.Is(err, cache.ErrNoFile) && !errors.Is(err, cache.ErrLock) {
+		err := cachefile.Rewrite(path, 10*time.Second, func(in []cachefile.Entry) ([]cachefile.Entry, error) { return in, nil })
+		if err != nil && !errors.Is(err, cachefile.ErrNoFile) && !errors.Is(err, cache.ErrLock) {
 			fmt.Fprintln(os.Stderr, "torture: compactor:", err)
 			os.Exit(1)
 		}
@@ -277,7 +259,7 @@ func (t *torture) verify(elapsed time.Duration) int {
 			fmt.Fprintf(os.Stderr, "torture: "+format+"\n", args...)
 		}
 	}
-	f, err := cache.ReadFile(t.path)
+	f, err := cachefile.ReadFile(t.path)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "torture: the file does not load:", err)
 		return 1

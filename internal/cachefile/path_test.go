@@ -1,4 +1,4 @@
-package cache_test
+package cachefile_test
 
 import (
 	"errors"
@@ -8,44 +8,45 @@ import (
 	"time"
 
 	"github.com/convcache/convcache/cache"
+	"github.com/convcache/convcache/internal/cachefile"
 	"github.com/convcache/convcache/lock"
 )
 
 func TestResolvePath(t *testing.T) {
 	dir := t.TempDir()
 	real := filepath.Join(dir, "real.ccdb")
-	if err := cache.WriteNew(real, nil); err != nil {
+	if err := cachefile.WriteNew(real, nil); err != nil {
 		t.Fatal(err)
 	}
 	link := filepath.Join(dir, "link.ccdb")
 	if err := os.Symlink(real, link); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := cache.ResolvePath(link); err != nil || got != real {
+	if got, err := cachefile.ResolvePath(link); err != nil || got != real {
 		t.Fatalf("ResolvePath(link) = %q, %v; want %q", got, err, real)
 	}
 	missing := filepath.Join(dir, "missing.ccdb")
-	if got, err := cache.ResolvePath(missing); err != nil || got != missing {
+	if got, err := cachefile.ResolvePath(missing); err != nil || got != missing {
 		t.Fatalf("ResolvePath(missing) = %q, %v", got, err)
 	}
-	if _, err := cache.ResolvePath(dir); !errors.Is(err, cache.ErrInvalid) {
+	if _, err := cachefile.ResolvePath(dir); !errors.Is(err, cache.ErrInvalid) {
 		t.Fatalf("ResolvePath(dir) = %v", err)
 	}
 }
 
 func TestUpdate(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sub", "cache.ccdb")
-	add := func(in []cache.Entry) ([]cache.Entry, error) {
-		return append(in, cache.Entry{Scope: "s", Key: []byte{byte(len(in))}, Value: []byte("v")}), nil
+	add := func(in []cachefile.Entry) ([]cachefile.Entry, error) {
+		return append(in, cachefile.Entry{Scope: "s", Key: []byte{byte(len(in))}, Value: []byte("v")}), nil
 	}
 	// A missing file (and directory) is created.
-	if err := cache.Update(path, time.Second, add); err != nil {
+	if err := cachefile.Update(path, time.Second, add); err != nil {
 		t.Fatal(err)
 	}
-	if err := cache.Update(path, time.Second, add); err != nil {
+	if err := cachefile.Update(path, time.Second, add); err != nil {
 		t.Fatal(err)
 	}
-	f, err := cache.ReadFile(path)
+	f, err := cachefile.ReadFile(path)
 	if err != nil || len(f.Entries()) != 2 {
 		t.Fatalf("after two updates: %v", err)
 	}
@@ -58,7 +59,7 @@ func TestUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if err := cache.Update(path, time.Second, add); err != nil {
+	if err := cachefile.Update(path, time.Second, add); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, _ := c.Get([]byte{2}); !ok {
@@ -67,14 +68,14 @@ func TestUpdate(t *testing.T) {
 	// An error from fn leaves the file alone; a held lock times out.
 	before, _ := os.ReadFile(path)
 	boom := errors.New("boom")
-	if err := cache.Update(path, time.Second, func([]cache.Entry) ([]cache.Entry, error) { return nil, boom }); err != boom {
+	if err := cachefile.Update(path, time.Second, func([]cachefile.Entry) ([]cachefile.Entry, error) { return nil, boom }); err != boom {
 		t.Fatalf("fn error: %v", err)
 	}
 	lk, err := lock.New(path + ".lock").Lock(time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = cache.Update(path, 50*time.Millisecond, add)
+	err = cachefile.Update(path, 50*time.Millisecond, add)
 	lk.Unlock()
 	if !errors.Is(err, cache.ErrLock) {
 		t.Fatalf("held lock: %v", err)
@@ -85,7 +86,7 @@ func TestUpdate(t *testing.T) {
 	// A file that is not a cache is refused, never replaced.
 	other := filepath.Join(t.TempDir(), "notes")
 	os.WriteFile(other, []byte("not a cache file at all, no"), 0o600)
-	if err := cache.Update(other, time.Second, add); !errors.Is(err, cache.ErrFormat) {
+	if err := cachefile.Update(other, time.Second, add); !errors.Is(err, cache.ErrFormat) {
 		t.Fatalf("foreign file: %v", err)
 	}
 }

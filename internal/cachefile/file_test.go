@@ -1,4 +1,4 @@
-package cache_test
+package cachefile_test
 
 import (
 	"os"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/convcache/convcache/cache"
+	"github.com/convcache/convcache/internal/cachefile"
 )
 
 func TestReadFileAndRewrite(t *testing.T) {
@@ -18,7 +19,7 @@ func TestReadFileAndRewrite(t *testing.T) {
 	for i := 0; i < 10; i++ {
 		mustInsert(t, b, key(i), val(i, 1))
 	}
-	f, err := cache.ReadFile(e.path)
+	f, err := cachefile.ReadFile(e.path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,20 +38,20 @@ func TestReadFileAndRewrite(t *testing.T) {
 	// A torn tail is told apart from a corrupt record.
 	data, _ := os.ReadFile(e.path)
 	torn := append(append([]byte(nil), data...), 0xE7, 'C', 'C', 'R', 1, 0, 0, 0, 50, 0, 0, 0)
-	tf, _ := cache.DecodeFile("torn", torn)
+	tf, _ := cachefile.DecodeFile("torn", torn)
 	if len(tf.Damage) != 1 || !tf.Damage[0].Tail || len(tf.Corrupt()) != 0 {
 		t.Fatalf("torn tail: %+v", tf.Damage)
 	}
 	flipped := append([]byte(nil), data...)
 	flipped[100] ^= 1
-	ff, _ := cache.DecodeFile("flipped", flipped)
+	ff, _ := cachefile.DecodeFile("flipped", flipped)
 	if len(ff.Corrupt()) != 1 || len(ff.Entries()) != 39 {
 		t.Fatalf("flipped: %+v, %d entries", ff.Damage, len(ff.Entries()))
 	}
 
 	// Rewrite drops a scope; live handles see the new file.
-	err = cache.Rewrite(e.path, time.Second, func(in []cache.Entry) ([]cache.Entry, error) {
-		var out []cache.Entry
+	err = cachefile.Rewrite(e.path, time.Second, func(in []cachefile.Entry) ([]cachefile.Entry, error) {
+		var out []cachefile.Entry
 		for _, x := range in {
 			if x.Scope != "gpu-b" {
 				out = append(out, x)
@@ -64,12 +65,12 @@ func TestReadFileAndRewrite(t *testing.T) {
 	mustMiss(t, b, key(99)) // a miss notices the replacement
 	mustMiss(t, b, key(1))
 	mustGet(t, a, key(29), val(29, 0))
-	f2, _ := cache.ReadFile(e.path)
+	f2, _ := cachefile.ReadFile(e.path)
 	if len(f2.Entries()) != 30 || f2.JournalBytes != 0 {
 		t.Fatalf("after rewrite: %d entries, journal %d", len(f2.Entries()), f2.JournalBytes)
 	}
 	// WriteNew refuses to overwrite.
-	if err := cache.WriteNew(e.path, nil); err == nil {
+	if err := cachefile.WriteNew(e.path, nil); err == nil {
 		t.Fatal("WriteNew overwrote a file")
 	}
 }

@@ -1,10 +1,9 @@
-package cache
+package cachefile
 
 import (
 	"errors"
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/convcache/convcache/internal/errs"
 	"github.com/convcache/convcache/internal/safefile"
@@ -15,11 +14,11 @@ import (
 // absolute path whose final component is followed through the symbolic
 // links that this user or root owns, so that tools lock and replace the
 // same file (and the same lock file) as the engine does. A link owned by
-// anyone else is not followed: ResolvePath fails with ErrAccess (Open, for
+// anyone else is not followed: ResolvePath fails with errs.ErrAccess (Open, for
 // its part, opens a handle that does not use the file). Directories above
 // the final component are left to the kernel. A path that does not exist
 // yet is made absolute only; one that is a directory, or not a regular
-// file, is refused with ErrInvalid.
+// file, is refused with errs.ErrInvalid.
 func ResolvePath(path string) (string, error) {
 	p, refused, err := vfs.Resolve(path)
 	if err != nil {
@@ -29,13 +28,13 @@ func ResolvePath(path string) (string, error) {
 		return "", refusal(refused, "")
 	}
 	if fi, err := os.Stat(p); err == nil && !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("%w: cache path %s is not a regular file", ErrInvalid, p)
+		return "", fmt.Errorf("%w: cache path %s is not a regular file", errs.ErrInvalid, p)
 	}
 	return p, nil
 }
 
 // refusal is the tools' error for a path or file the trust rules refuse
-// (ErrAccess), with what to do.
+// (errs.ErrAccess), with what to do.
 func refusal(err error, what string) error {
 	hint := ""
 	var re *safefile.RefusedError
@@ -45,12 +44,5 @@ func refusal(err error, what string) error {
 	if what != "" {
 		what = ": " + what
 	}
-	return errs.Detail(ErrAccess, err.Error()+what+hint)
-}
-
-// Update is Rewrite for a cache file that may not exist yet: a missing file
-// is seen as empty by fn and created, with its directory (mode 0700) as Open
-// creates it. It is what an import into the live cache uses.
-func Update(path string, timeout time.Duration, fn func([]Entry) ([]Entry, error)) error {
-	return rewrite(path, timeout, true, fn)
+	return errs.Detail(errs.ErrAccess, err.Error()+what+hint)
 }

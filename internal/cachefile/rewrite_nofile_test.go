@@ -1,4 +1,4 @@
-package cache_test
+package cachefile_test
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/convcache/convcache/cache"
+	"github.com/convcache/convcache/internal/cachefile"
 )
 
 // Rewriting a cache file that no process has created yet (or an empty one)
@@ -31,11 +32,11 @@ func TestRewriteNoFile(t *testing.T) {
 	}
 	for name, path := range cases {
 		called := false
-		err := cache.Rewrite(path, time.Second, func(in []cache.Entry) ([]cache.Entry, error) {
+		err := cachefile.Rewrite(path, time.Second, func(in []cachefile.Entry) ([]cachefile.Entry, error) {
 			called = true
 			return in, nil
 		})
-		if !errors.Is(err, cache.ErrNoFile) || called {
+		if !errors.Is(err, cachefile.ErrNoFile) || called {
 			t.Errorf("%s: err %v, fn called %v; want ErrNoFile, not called", name, err, called)
 		}
 	}
@@ -53,7 +54,7 @@ func TestRewriteNoFile(t *testing.T) {
 	c := e.open(cache.Options{})
 	mustInsert(t, c, key(1), val(1, 0))
 	n := -1
-	err := cache.Rewrite(e.path, time.Second, func(in []cache.Entry) ([]cache.Entry, error) {
+	err := cachefile.Rewrite(e.path, time.Second, func(in []cachefile.Entry) ([]cachefile.Entry, error) {
 		n = len(in)
 		return in, nil
 	})
