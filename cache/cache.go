@@ -47,14 +47,13 @@ type Cache struct {
 	detached    bool // the file at the path may not be used: it is never read again
 	fsType      string
 	networkFS   bool
-	stallUntil  time.Time       // after a lock timeout, inserts try the lock once until then
-	buf         []byte          // read scratch
-	zbuf        []byte          // decompression scratch
-	recs        []format.Record // decoded snapshot scratch
-	budget      format.Budget   // what is left to decode of the current file
-	budgetEnd   int64           // the file size budget has been granted for
-	tailMark    tailMark        // the file as a scan that left a tail saw it
-	warnedBroke bool            // a reload failure was reported
+	stallUntil  time.Time      // after a lock timeout, inserts try the lock once until then
+	buf         []byte         // read scratch
+	dec         format.Decoder // decodes frames into the index (load.go)
+	budget      format.Budget  // what is left to decode of the current file
+	budgetEnd   int64          // the file size budget has been granted for
+	tailMark    tailMark       // the file as a scan that left a tail saw it
+	warnedBroke bool           // a reload failure was reported
 	flights     flightGroup
 
 	compactMu   sync.Mutex  // one compaction of this handle at a time

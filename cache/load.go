@@ -102,10 +102,7 @@ func (c *Cache) releaseScratch(size int64) {
 	if cap(c.buf) > 1<<20 {
 		c.buf = nil
 	}
-	if cap(c.zbuf) > 1<<20 {
-		c.zbuf = nil
-	}
-	c.recs = nil
+	c.dec.Release(1 << 20)
 	if c.opts.Memory != nil {
 		c.opts.Memory.Dropped(size)
 	}
@@ -152,8 +149,8 @@ func (c *Cache) build(buf []byte, final bool, budget *format.Budget) (ix *index,
 		head, isSnap := format.DecodeSnapshotHead(f.Payload)
 		isSnap = isSnap && f.Type == format.TypeSnapshot
 		entries := format.ChunkEntries(head.Count, len(f.Payload))
-		if (isSnap || f.Type == format.TypePad) && f.Off == lay.snapEnd {
-			lay.snapEnd = f.Off + format.FrameHeaderSize + int64(len(f.Payload))
+		if format.ExtendsSnapshot(f, lay.snapEnd) {
+			lay.snapEnd = f.End()
 			if isSnap {
 				lay.snapEntries += entries
 			}
@@ -169,8 +166,10 @@ func (c *Cache) build(buf []byte, final bool, budget *format.Budget) (ix *index,
 		frames = append(frames, f)
 	}, c.noteDamage)
 	ix = newIndex(int(hint))
+	c.dec.Budget = budget
+	v := &indexer{c, ix, scopes}
 	for _, f := range frames {
-		c.apply(ix, scopes, f, budget)
+		c.dec.Frame(f, v)
 	}
 	return ix, scopes, lay
 }
@@ -179,48 +178,39 @@ func (c *Cache) noteDamage(d format.Damage) {
 	c.st.damaged.Add(uint64(d.Len))
 }
 
-// apply adds one frame's entries of this scope to ix, decoding no more
-// than budget allows. Caller holds mu.
-func (c *Cache) apply(ix *index, scopes map[uint64]bool, f format.Frame, budget *format.Budget) {
-	switch f.Type {
-	case format.TypePut:
-		p, ok := format.DecodePut(f.Payload)
-		if !ok {
-			c.noteDamage(format.Damage{Off: f.Off, Len: int64(len(f.Payload))})
-			return
-		}
-		if p.Scope == c.scopeHash {
-			ix.put(p.Key, p.Value, xxhash.Sum64(p.Key), entryFromFile, 0)
-		}
-	case format.TypeScope:
-		if h, name, ok := format.DecodeScope(f.Payload); ok {
-			scopes[h] = true
-			if h == c.scopeHash && name != c.scope && !c.warnedBroke {
-				c.warnedBroke = true
-				c.warnf("%s: scope %q collides with %q (64-bit hash); results may mix", c.path, c.scope, name)
-			}
-		}
-	case format.TypeSnapshot:
-		head, ok := format.DecodeSnapshotHead(f.Payload)
-		if !ok {
-			return
-		}
-		scopes[head.Scope] = true
-		if head.Scope != c.scopeHash {
-			return // another scope's chunk: not even decompressed
-		}
-		var err error
-		_, c.recs, c.zbuf, err = format.DecodeSnapshot(f, c.zbuf, c.recs[:0], false, budget)
-		if err != nil {
-			c.noteDamage(format.Damage{Off: f.Off, Len: int64(len(f.Payload))})
-			return
-		}
-		for _, r := range c.recs {
-			ix.put(r.Key, r.Value, xxhash.Sum64(r.Key), entryFromFile, 0)
-		}
-		clear(c.recs)
+// indexer is the engine's format.Visitor: it adds the entries of this
+// handle's scope to an index, notes every scope the file names, and counts
+// damage. Caller holds mu.
+type indexer struct {
+	c      *Cache
+	ix     *index
+	scopes map[uint64]bool
+}
+
+func (v *indexer) Put(scope uint64, r format.Record) {
+	if scope == v.c.scopeHash {
+		v.ix.put(r.Key, r.Value, xxhash.Sum64(r.Key), entryFromFile, 0)
 	}
 }
+
+func (v *indexer) Scope(h uint64, name string) {
+	v.scopes[h] = true
+	if c := v.c; h == c.scopeHash && name != c.scope && !c.warnedBroke {
+		c.warnedBroke = true
+		c.warnf("%s: scope %q collides with %q (64-bit hash); results may mix", c.path, c.scope, name)
+	}
+}
+
+func (v *indexer) Touch(uint64, int64, uint64) {} // use times matter to compaction only
+
+// Chunk decodes this scope's snapshot chunks only: another scope's is not
+// even decompressed.
+func (v *indexer) Chunk(scope uint64) bool {
+	v.scopes[scope] = true
+	return scope == v.c.scopeHash
+}
+
+func (v *indexer) Damaged(d format.Damage) { v.c.noteDamage(d) }
 
 // carryMarks copies the use marks of the current generation from an old
 // index to its replacement, so a reload does not forget recent hits.
@@ -281,13 +271,14 @@ func (c *Cache) refresh(final bool) error {
 		c.budget.Grow(size - c.budgetEnd)
 		c.budgetEnd = size
 	}
-	ix := c.idx.Load()
+	c.dec.Budget = &c.budget
+	v := &indexer{c, c.idx.Load(), c.scopes}
 	tail := format.Damage{Off: -1}
 	c.off += format.Scan(buf, c.off, final, func(f format.Frame) {
 		if f.Type == format.TypePut {
 			c.journalPuts++
 		}
-		c.apply(ix, c.scopes, f, &c.budget)
+		c.dec.Frame(f, v)
 	}, func(d format.Damage) {
 		c.noteDamage(d)
 		tail = d

@@ -111,8 +111,8 @@ func parseFile(path string, data []byte) (*File, error) {
 	f := &File{Path: path, Version: h.Version, Created: h.Created, Size: int64(len(data)), c: format.NewContents(int64(len(data)), 0)}
 	snapEnd := int64(format.HeaderSize)
 	format.Scan(data[format.HeaderSize:], format.HeaderSize, true, func(fr format.Frame) {
-		if (fr.Type == format.TypeSnapshot || fr.Type == format.TypePad) && fr.Off == snapEnd {
-			snapEnd = fr.Off + format.FrameHeaderSize + int64(len(fr.Payload))
+		if format.ExtendsSnapshot(fr, snapEnd) {
+			snapEnd = fr.End()
 		}
 		f.c.Add(fr)
 	}, func(d format.Damage) {

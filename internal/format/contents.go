@@ -3,7 +3,6 @@ package format
 import (
 	"bytes"
 	"cmp"
-	"encoding/binary"
 	"slices"
 	"time"
 
@@ -28,11 +27,10 @@ type Contents struct {
 	touches map[[2]uint64]int64
 	Damaged []Damage
 	Frames  int
-	End     int64    // offset after the last valid frame
-	budget  Budget   // what is left to decode
-	scratch []byte   // encoding scratch
-	zbuf    []byte   // decoding scratch
-	chunk   []Record // one chunk's records, before they are merged
+	End     int64   // offset after the last valid frame
+	budget  Budget  // what is left to decode
+	dec     Decoder // keeps decoded chunks: the records alias them
+	scratch []byte  // encoding scratch
 }
 
 type Merged struct {
@@ -108,46 +106,23 @@ func (c *Contents) Each(fn func(e *Merged)) {
 // Add folds one frame in.
 func (c *Contents) Add(f Frame) {
 	c.Frames++
-	c.End = f.Off + FrameHeaderSize + int64(len(f.Payload))
-	switch f.Type {
-	case TypePut:
-		if p, ok := DecodePut(f.Payload); ok {
-			c.Put(p.Scope, Record{Key: p.Key, Value: p.Value, Inserted: p.Time, Used: p.Time})
-		} else {
-			c.Damaged = append(c.Damaged, Damage{f.Off, int64(len(f.Payload)) + FrameHeaderSize})
-		}
-	case TypeScope:
-		if h, name, ok := DecodeScope(f.Payload); ok && ScopeHash(name) == h {
-			c.Names[h] = name
-		}
-	case TypeTouch:
-		if len(f.Payload) >= 16 {
-			scope := binary.LittleEndian.Uint64(f.Payload)
-			t := int64(binary.LittleEndian.Uint64(f.Payload[8:]))
-			for p := f.Payload[16:]; len(p) >= 8; p = p[8:] {
-				k := [2]uint64{scope, binary.LittleEndian.Uint64(p)}
-				c.touches[k] = max(c.touches[k], t)
-			}
-		}
-	case TypeSnapshot:
-		// Keep each chunk's decoded bytes: the records alias them. The
-		// budget bounds how many bytes that can be.
-		var scope string
-		var err error
-		scope, c.chunk, c.zbuf, err = DecodeSnapshot(f, c.zbuf, c.chunk[:0], true, &c.budget)
-		if err != nil {
-			c.Damaged = append(c.Damaged, Damage{f.Off, int64(len(f.Payload)) + FrameHeaderSize})
-			return
-		}
-		head, _ := DecodeSnapshotHead(f.Payload)
-		if scope != "" && ScopeHash(scope) == head.Scope {
-			c.Names[head.Scope] = scope
-		}
-		for _, r := range c.chunk {
-			c.Put(head.Scope, r)
-		}
-		clear(c.chunk)
+	c.End = f.End()
+	if c.dec.Budget == nil {
+		c.dec = Decoder{Budget: &c.budget, Keep: true}
 	}
+	c.dec.Frame(f, merger{c})
+}
+
+// merger is Contents as a Visitor: every scope, use times from touches.
+type merger struct{ c *Contents }
+
+func (m merger) Put(scope uint64, r Record)  { m.c.Put(scope, r) }
+func (m merger) Scope(h uint64, name string) { m.c.Names[h] = name }
+func (m merger) Chunk(uint64) bool           { return true }
+func (m merger) Damaged(d Damage)            { m.c.Damaged = append(m.c.Damaged, d) }
+func (m merger) Touch(scope uint64, t int64, keyHash uint64) {
+	k := [2]uint64{scope, keyHash}
+	m.c.touches[k] = max(m.c.touches[k], t)
 }
 
 // ReadContents parses a whole file image, with a hint of its entries: n.

@@ -38,6 +38,21 @@ type Frame struct {
 	Payload []byte
 }
 
+// End is the file offset just past the frame.
+func (f Frame) End() int64 { return f.Off + FrameHeaderSize + int64(len(f.Payload)) }
+
+// ExtendsSnapshot reports whether f continues a file's leading snapshot,
+// which so far ends at end: a snapshot or pad frame that starts exactly
+// there. The snapshot is the run of such frames after the header; the
+// journal starts where it ends. Scan's frames come in file order, so
+//
+//	if format.ExtendsSnapshot(f, end) { end = f.End() }
+//
+// starting from end = HeaderSize finds it.
+func ExtendsSnapshot(f Frame, end int64) bool {
+	return (f.Type == TypeSnapshot || f.Type == TypePad) && f.Off == end
+}
+
 // Damage is a byte range that held no valid frame.
 type Damage struct {
 	Off, Len int64
