@@ -100,9 +100,16 @@ func (c *Cache) insert(key, value []byte, toRemote bool) error {
 	}
 	defer c.unlockWrite(lk)
 	c.mu.Lock()
-	c.idx.Load().put(key, value, h, 0, c.gen.Load())
+	ix := c.idx.Load()
+	ix.put(key, value, h, 0, c.gen.Load())
 	delete(c.pending, string(key))
 	err = c.appendLocked(rec, nil)
+	if cur := c.idx.Load(); cur != ix {
+		// appendLocked reloaded first (a peer's compaction replaced the
+		// file) into an index without this entry, then appended it past
+		// what the index has read.
+		cur.put(key, value, h, 0, c.gen.Load())
+	}
 	if err != nil {
 		c.pending[string(key)] = bytes.Clone(value)
 	}
