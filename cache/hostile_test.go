@@ -487,11 +487,9 @@ func TestHashFloodSpreads(t *testing.T) {
 }
 
 func classNamed(t testing.TB, name string) hostile.Class {
-	for _, c := range hostile.Classes() {
-		if c.Name == name {
-			return c
-		}
+	c, ok := hostile.Named(name)
+	if !ok {
+		t.Fatalf("no hostile class %q", name)
 	}
-	t.Fatalf("no hostile class %q", name)
-	return hostile.Class{}
+	return c
 }

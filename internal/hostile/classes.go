@@ -23,6 +23,16 @@ type Class struct {
 // OtherScope names the scope of entries the reader must never return.
 const OtherScope = "hostile-other"
 
+// Named returns the class called name, and whether there is one.
+func Named(name string) (Class, bool) {
+	for _, c := range Classes() {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return Class{}, false
+}
+
 // Classes returns every class, in a fixed order.
 func Classes() []Class {
 	return []Class{
