@@ -87,15 +87,18 @@ v8-test: $(V8_DIR)/test_engine $(V8_DIR)/test_shared $(V8_DIR)/test_v8 $(V8_DIR)
 # each value and function type it would otherwise define.
 
 V8_REAL_C       := $(ENGINE_SRC) tests/preload/standin_backend.c tests/preload/standin_schema.c \
-                   tests/preload/standin_engines.c $(wildcard bench/gpu/v8_check.c tests/v8/test_engine.c)
-V8_REAL_CXX     := $(wildcard examples/pytorch/conv_v8.cpp tests/v8/test_v8.cpp)
+                   tests/preload/standin_engines.c bench/gpu/v8_check.c $(wildcard tests/v8/*.c)
+V8_REAL_CXX     := examples/pytorch/conv_v8.cpp tests/v8/test_v8.cpp
+# Compiled to objects (the optimiser's warnings too), -Werror whatever
+# CFLAGS says.
+V8_REAL_WARN    := -Wall -Wextra -Werror
 
 .PHONY: v8-real-headers
 v8-real-headers: $(NVIDIA_STAMP)
 	@set -e; for f in $(V8_REAL_C); do echo "== $$f against cuDNN's headers"; \
-	  $(CC) $(CFLAGS) $(NVIDIA_REAL_CFLAGS) $(V8_INC) -fsyntax-only $$f; done; \
+	  $(CC) $(CFLAGS) $(V8_REAL_WARN) $(NVIDIA_REAL_CFLAGS) $(V8_INC) -c -o /dev/null $$f; done; \
 	for f in $(V8_REAL_CXX); do echo "== $$f against cuDNN's headers"; \
-	  $(CXX) $(CXXFLAGS) $(NVIDIA_REAL_CFLAGS) $(V8_INC) -Iexamples/pytorch -fsyntax-only $$f; done
+	  $(CXX) $(CXXFLAGS) $(V8_REAL_WARN) $(NVIDIA_REAL_CFLAGS) $(V8_INC) -Iexamples/pytorch -c -o /dev/null $$f; done
 
 # ---- the drop-in and the example ---------------------------------------------
 
