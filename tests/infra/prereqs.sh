@@ -60,6 +60,10 @@ for set in "$@"; do
         tool cmake cmake
         tool redis-server redis-server
         tool git git
+        # real-cudnn-check installs NVIDIA's cuDNN wheel (about 520 MB from
+        # PyPI, kept for later runs) with pip, under build/.
+        tool python3 python3
+        python3 -m pip --version >/dev/null 2>&1 || need python3-pip pip
         ;;
     bench)
         tool "${CXX:-g++}" g++
