@@ -90,6 +90,32 @@ func TestForgedCountOwnScope(t *testing.T) {
 	if n := format.ChunkEntries(math.MaxUint32, 77); n > 77 {
 		t.Fatalf("ChunkEntries trusts the count: %d", n)
 	}
+	// The same file as the read-only system tier (CONVCACHE_SYSTEM_PATH)
+	// beside a good local file: it opens, misses, and sizes nothing by the
+	// forged count.
+	local := filepath.Join(t.TempDir(), "local.ccdb")
+	c := openScope(t, local, Options{SystemPath: path})
+	if c.system == nil {
+		t.Fatal("the system tier was not opened")
+	}
+	if n := len(c.system.idx.Load().tab.Load().slots); n > 64 {
+		t.Fatalf("system tier: %d index slots for a %d-byte file", n, len(data))
+	}
+	if _, ok, err := c.Get([]byte("any key")); ok || err != nil {
+		t.Fatalf("a file of forged counts: hit %v, error %v", ok, err)
+	}
+	mustInsertOK(t, c, []byte("k"), []byte("v"))
+}
+
+// mustInsertOK inserts and fails the test on an error.
+func mustInsertOK(t *testing.T, c *Cache, k, v []byte) {
+	t.Helper()
+	if err := c.Insert(k, v); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, err := c.Get(k); !ok || err != nil || string(got) != string(v) {
+		t.Fatalf("own insert: got %q, %v, %v", got, ok, err)
+	}
 }
 
 // Point 2: forged counts of another scope's chunks drove compaction's
