@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convcache/convcache/cudnn"
 	"github.com/convcache/convcache/internal/cachefile"
 )
 
@@ -138,5 +140,34 @@ func TestPruneMaxBytes(t *testing.T) {
 	r = mustRun(t, exitUsage, nil, "prune", path)
 	if !strings.Contains(r.stderr, "say what to prune") {
 		t.Fatalf("stderr %q", r.stderr)
+	}
+}
+
+// prune (and dump) show values by the rule ls follows: decoded as cuDNN
+// perf structs only when the key says they are, else hex, even 48 bytes
+// that would decode into nonsense.
+func TestPruneDecodesOnlyPerfValues(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "values.ccdb")
+	p := params(8, 3, 224, 64)
+	nonsense := cudnn.Perf{Algo: 1078712435, Time: 3.5, MathType: 1078712435}.Append(nil)
+	liveCache(t, path, "s",
+		torchKey("demo.conv2d.fwd", p), nonsense,
+		torchKey("demo.cudnn.bwd_filter", p), perf(3, 0.25),
+	)
+	for _, args := range [][]string{{"dump", path}, {"prune", path, "--scope", "s"}} {
+		r := mustRun(t, exitOK, nil, args...)
+		for _, bad := range []string{"math(", "algo(", "1078712435"} {
+			if strings.Contains(r.stdout, bad) {
+				t.Errorf("%s decoded a value its key does not vouch for (%q):\n%s", args[0], bad, r.stdout)
+			}
+		}
+		if args[0] == "prune" {
+			if want := hex.EncodeToString(nonsense[:lsHexMax]); !strings.Contains(r.stdout, want) {
+				t.Errorf("prune: the demo's value is not shown as hex %s:\n%s", want, r.stdout)
+			}
+			if !strings.Contains(r.stdout, "ALGO_3 0.25 ms") {
+				t.Errorf("prune: the cuDNN entry is not decoded:\n%s", r.stdout)
+			}
+		}
 	}
 }
