@@ -60,6 +60,7 @@ for set in "$@"; do
         tool cmake cmake
         tool redis-server redis-server
         tool git git
+        tool zsh zsh # the zsh completion script is checked with zsh itself
         # real-cudnn-check installs NVIDIA's cuDNN wheel (about 520 MB from
         # PyPI, kept for later runs) with pip, under build/.
         tool python3 python3
