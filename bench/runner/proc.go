@@ -36,18 +36,30 @@ func loadAvg() string {
 // same file in a fraction of the set-up time.
 func workerCmd(im results.Impl, args ...string) *exec.Cmd {
 	cmd := exec.Command(workerBin(im), args...)
-	var env []string
-	for _, e := range os.Environ() {
-		if !strings.HasPrefix(e, "CONVCACHE_") {
-			env = append(env, e)
-		}
-	}
+	env := environ("CONVCACHE_")
 	if args[0] == "prep" {
 		env = append(env, "CONVCACHE_COMPACT_JOURNAL=1T")
 	}
 	cmd.Env = env
 	cmd.Stderr = os.Stderr
 	return cmd
+}
+
+// environ is this process's environment without the variables whose names
+// start with one of drop, so that a user's settings cannot change what a
+// child measures.
+func environ(drop ...string) []string {
+	var env []string
+next:
+	for _, e := range os.Environ() {
+		for _, p := range drop {
+			if strings.HasPrefix(e, p) {
+				continue next
+			}
+		}
+		env = append(env, e)
+	}
+	return env
 }
 
 // mustRun runs a worker to completion and returns the fields of its line.

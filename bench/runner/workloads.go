@@ -83,13 +83,8 @@ func writeRound(im results.Impl, path string, p, k int) (tput float64, lost, err
 func runDemo(path, dir string, args ...string) float64 {
 	report := filepath.Join(dir, "demo-report.txt")
 	os.Remove(report)
-	var env, flags []string
-	for _, e := range os.Environ() {
-		if !strings.HasPrefix(e, "CONVCACHE_") {
-			env = append(env, e)
-		}
-	}
-	env = append(env, "CONVCACHE_PATH="+path)
+	var flags []string
+	env := append(environ("CONVCACHE_"), "CONVCACHE_PATH="+path)
 	for _, a := range args {
 		if strings.Contains(a, "=") {
 			env = append(env, a)
@@ -102,17 +97,7 @@ func runDemo(path, dir string, args ...string) float64 {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		fatalf("%s %s: %v\n%s", *demo, strings.Join(args, " "), err, out)
 	}
-	b, err := os.ReadFile(report)
-	must(err)
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "choosing_s="); ok {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			must(err)
-			return f
-		}
-	}
-	fatalf("%s: no choosing_s in %s", *demo, report)
-	return 0
+	return reportValue(report, "choosing_s")
 }
 
 // The v8 row's workload: 40 of ResNet-50's convolution problems, and a
@@ -132,13 +117,7 @@ func runV8(spec, dir string) (run1, run2 float64) {
 		fatalf("-v8 wants CHECK:DIR, got %q", spec)
 	}
 	must(os.MkdirAll(dir, 0o755))
-	var env []string
-	for _, e := range os.Environ() {
-		if !strings.HasPrefix(e, "CONVCACHE_") && !strings.HasPrefix(e, "STANDIN_") {
-			env = append(env, e)
-		}
-	}
-	env = append(env, "CONVCACHE_CUDA_LIBRARY="+filepath.Join(libs, "libcuda.so.1"),
+	env := append(environ("CONVCACHE_", "STANDIN_"), "CONVCACHE_CUDA_LIBRARY="+filepath.Join(libs, "libcuda.so.1"),
 		"CONVCACHE_CUDNN_LIBRARY="+filepath.Join(libs, "libcudnn.so.9"),
 		fmt.Sprintf("STANDIN_EXEC_US=%d", v8EngineMs*1000/4))
 	flags := []string{"--batch", "1", "--sizes", "64", "--limit", strconv.Itoa(v8Shapes), "--cache", filepath.Join(dir, "v8.ccdb")}
@@ -154,21 +133,24 @@ func runV8(spec, dir string) (run1, run2 float64) {
 			fatalf("%s %s: %v\n%s", bin, strings.Join(args, " "), err, out)
 		}
 	}
-	read := func(n int) float64 {
-		b, err := os.ReadFile(report(n))
-		must(err)
-		for _, l := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(l, "choosing_ms="); ok {
-				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-				must(err)
-				return f
-			}
-		}
-		fatalf("%s: no choosing_ms", report(n))
-		return 0
-	}
 	if !*keep {
 		defer os.RemoveAll(dir)
 	}
-	return read(1), read(2)
+	return reportValue(report(1), "choosing_ms"), reportValue(report(2), "choosing_ms")
+}
+
+// reportValue is the number on the line "name=value" of the report file at
+// path; the run fails without one.
+func reportValue(path, name string) float64 {
+	b, err := os.ReadFile(path)
+	must(err)
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, name+"="); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			must(err)
+			return f
+		}
+	}
+	fatalf("%s: no %s", path, name)
+	return 0
 }
