@@ -2,6 +2,7 @@ package cache
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,7 +25,9 @@ type Cache struct {
 	lk        *lock.File
 
 	idx    atomic.Pointer[index] // this scope's entries; read without locks
-	gen    atomic.Uint32         // touch generation: entries used since the last touch frame carry it
+	gen    *atomic.Uint32        // touch generation: entries used since the last touch frame carry it (in sh)
+	sh     *sharedHandle         // what the C hit path reads (shared.go)
+	shPin  runtime.Pinner        // sh, while a Publisher may hand it out
 	closed atomic.Bool
 	st     counters
 

@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"math/rand/v2"
+	"runtime"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -36,10 +38,22 @@ import (
 // an old index keeps reading valid memory.
 //
 // The arena holds no Go pointers, so the garbage collector never scans it.
+//
+// A published index (shared.go) is also read from C. Its chunks, tables and
+// chunk address arrays are then pinned, and what a writer replaces (a table
+// outgrown, an address array outgrown, the whole index) is retired through
+// the Publisher rather than left to the collector alone.
 type index struct {
 	tab    atomic.Pointer[table]
 	chunks atomic.Pointer[[][]byte]
 	mult   uint64 // odd, random: see first
+
+	// Set by publish, guarded by the owner.
+	pub      Publisher      // nil: not published, or retired
+	sh       *sharedIndex   // what C reads
+	pin      runtime.Pinner // sh and every chunk
+	addrs    []uintptr      // chunk addresses, by number; C reads &addrs[0]
+	addrsPin *runtime.Pinner
 
 	// Writer state, guarded by the owner.
 	cs         [][]byte
@@ -50,14 +64,19 @@ type index struct {
 	arenaBytes int64
 }
 
+// A table's first three fields are read from C (shared.go): keep them first.
 type table struct {
-	slots []atomic.Uint64
+	base  uintptr // &slots[0], for C
 	mask  uint64
-	shift uint8 // 64 - log2(len(slots))
+	shift uint64 // 64 - log2(len(slots))
+	slots []atomic.Uint64
+	pin   runtime.Pinner // the table and its slots, while published
 }
 
 func newTable(n int) *table {
-	return &table{slots: make([]atomic.Uint64, n), mask: uint64(n - 1), shift: uint8(64 - bits.Len(uint(n-1)))}
+	t := &table{slots: make([]atomic.Uint64, n), mask: uint64(n - 1), shift: uint64(64 - bits.Len(uint(n-1)))}
+	t.base = uintptr(unsafe.Pointer(&t.slots[0]))
+	return t
 }
 
 // first returns the slot where the search for hash h starts.
@@ -102,6 +121,70 @@ func (ix *index) addChunk(size int) {
 	ix.chunks.Store(&cs)
 	ix.fill = 0
 	ix.arenaBytes += int64(size)
+	if ix.pub != nil {
+		ix.pin.Pin(&c[0])
+		ix.addAddr(uintptr(unsafe.Pointer(&c[0])))
+	}
+}
+
+// publish pins the index and builds what C reads. Writers only.
+func (ix *index) publish(p Publisher) {
+	if ix.pub != nil {
+		return
+	}
+	ix.pub = p
+	ix.sh = &sharedIndex{mult: ix.mult}
+	ix.pin.Pin(ix.sh)
+	for _, c := range ix.cs {
+		ix.pin.Pin(&c[0])
+		ix.addAddr(uintptr(unsafe.Pointer(&c[0])))
+	}
+	t := ix.tab.Load()
+	t.pin.Pin(t)
+	t.pin.Pin(&t.slots[0])
+	ix.sh.tab.Store(uintptr(unsafe.Pointer(t)))
+}
+
+// addAddr records a chunk's address for C, moving the array to a larger one
+// (and retiring the old) when it is full. The address is stored before any
+// slot refers to the chunk, so a reader that loads the array after a slot
+// finds it.
+func (ix *index) addAddr(a uintptr) {
+	if len(ix.addrs) < cap(ix.addrs) {
+		ix.addrs = ix.addrs[:len(ix.addrs)+1]
+		atomic.StoreUintptr(&ix.addrs[len(ix.addrs)-1], a)
+		return
+	}
+	grown := make([]uintptr, len(ix.addrs)+1, max(16, 2*cap(ix.addrs)))
+	copy(grown, ix.addrs)
+	grown[len(ix.addrs)] = a
+	pin := new(runtime.Pinner)
+	pin.Pin(&grown[0])
+	old := ix.addrsPin
+	ix.addrs, ix.addrsPin = grown, pin
+	ix.sh.chunks.Store(uintptr(unsafe.Pointer(&grown[0])))
+	if old != nil {
+		ix.pub.Retire(old.Unpin)
+	}
+}
+
+// retire hands everything C may read of the index to its Publisher, and
+// stops publishing: a writer that still puts into it (write.go's insert
+// racing a reload) pins nothing more. Writers only.
+func (ix *index) retire() {
+	p := ix.pub
+	if p == nil {
+		return
+	}
+	ix.pub = nil
+	t, addrs := ix.tab.Load(), ix.addrsPin
+	p.Retire(func() {
+		ix.pin.Unpin()
+		t.pin.Unpin()
+		if addrs != nil {
+			addrs.Unpin()
+		}
+	})
 }
 
 // lookup returns the chunk and offset of key's entry.
@@ -224,6 +307,12 @@ func (ix *index) grow() *table {
 		t.slots[j].Store(s)
 	}
 	ix.tab.Store(t)
+	if ix.pub != nil {
+		t.pin.Pin(t)
+		t.pin.Pin(&t.slots[0])
+		ix.sh.tab.Store(uintptr(unsafe.Pointer(t)))
+		ix.pub.Retire(old.pin.Unpin)
+	}
 	return t
 }
 

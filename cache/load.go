@@ -61,7 +61,7 @@ func (c *Cache) adopt(f vfs.File, final bool) error {
 	if lay.end < size {
 		c.tailMark = markOf(fi) // a tail left for later: see refresh
 	}
-	c.idx.Store(ix)
+	c.setIndex(ix)
 	return nil
 }
 

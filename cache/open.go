@@ -65,8 +65,6 @@ func Open(path string, o *Options) (*Cache, error) {
 	if c.fs == nil {
 		c.fs = vfs.OS{}
 	}
-	c.idx.Store(newIndex(0))
-	c.gen.Store(1)
 	if opts.Verbose > 0 {
 		c.vlevel = opts.Verbose
 		w := opts.Log
@@ -75,10 +73,14 @@ func Open(path string, o *Options) (*Cache, error) {
 		}
 		c.log = &eventLog{w: w}
 	}
+	c.newShared()
+	c.gen.Store(1)
+	c.setIndex(newIndex(0))
 	if c.mode == ModeOff {
 		return c, nil
 	}
 	if err := c.openPath(path); err != nil {
+		c.unpublish()
 		return nil, err
 	}
 	if opts.SystemPath != "" {
@@ -308,7 +310,16 @@ func (c *Cache) createFile() error {
 // the use record), then releases the file. It does not fsync: call Save for
 // that. Close is idempotent.
 func (c *Cache) Close() error {
-	if c.closed.Swap(true) || c.mode == ModeOff {
+	if c.closed.Swap(true) {
+		return nil
+	}
+	c.sh.flags.Store(0) // no more hits outside Go
+	defer func() {
+		c.mu.Lock()
+		c.unpublish()
+		c.mu.Unlock()
+	}()
+	if c.mode == ModeOff {
 		return nil
 	}
 	// Wait for a compaction in flight (one that has not published yet drops

@@ -129,6 +129,10 @@ type Options struct {
 	// The C library, the only Go code in its host, sets one (capi/memory.go).
 	Memory MemoryPolicy
 
+	// Publish, if set, makes the handle's index readable outside Go (the C
+	// library's hit path; shared.go) and reclaims what it replaces.
+	Publish Publisher
+
 	fs vfs.FS // nil means the real file system (vfs.OS); tests inject faults
 }
 

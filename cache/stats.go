@@ -85,6 +85,10 @@ func (c *Cache) Stats() Stats {
 		st.HitsFile += c.st.hits[i].file.Load()
 		st.HitsSystem += c.st.hits[i].sys.Load()
 	}
+	mem, file, sys := c.sharedHits()
+	st.HitsMemory += mem
+	st.HitsFile += file
+	st.HitsSystem += sys
 	st.Hits = st.HitsMemory + st.HitsFile + st.HitsSystem
 	st.Misses = c.st.misses.Load()
 	st.Inserts = c.st.inserts.Load()

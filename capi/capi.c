@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "capi_internal.h"
+#include "hit.h"
 #include "_cgo_export.h"
 
 /* ---- fork detection ---------------------------------------------------- */
@@ -178,6 +179,7 @@ void convcache_close(convcache *c) {
     ccgo_close((uintptr_t)c);
 }
 
+/* A hit is answered in C (hit.c); everything else enters Go. */
 int convcache_find(convcache *c, const void *key, size_t key_len, void *value,
                    size_t value_cap, size_t *value_len) {
     CC_FORK_GUARD();
@@ -186,7 +188,19 @@ int convcache_find(convcache *c, const void *key, size_t key_len, void *value,
     if (__builtin_expect(key_len - 1 >= CONVCACHE_KEY_MAX, 0))
         return cc_fail(CONVCACHE_E_SIZE, "convcache_find: key_len must be 1..CONVCACHE_KEY_MAX");
     if (value_cap > CONVCACHE_VALUE_MAX) value_cap = CONVCACHE_VALUE_MAX; /* every value fits */
+    if (ccx_hit((uintptr_t)c, key, key_len, value, value_cap, value_len) == CONVCACHE_HIT)
+        return CONVCACHE_HIT;
     return ccgo_find((uintptr_t)c, (void *)key, key_len, value, value_cap, value_len);
+}
+
+int convcache_peek(convcache *c, const void *key, size_t key_len, void *value,
+                   size_t value_cap, size_t *value_len) {
+    if (!c || !key || !value_len || (!value && value_cap))
+        return cc_fail(CONVCACHE_E_INVALID, "convcache_peek: NULL handle, key, value or value_len");
+    if (key_len - 1 >= CONVCACHE_KEY_MAX)
+        return cc_fail(CONVCACHE_E_SIZE, "convcache_peek: key_len must be 1..CONVCACHE_KEY_MAX");
+    if (value_cap > CONVCACHE_VALUE_MAX) value_cap = CONVCACHE_VALUE_MAX;
+    return ccx_hit((uintptr_t)c, key, key_len, value, value_cap, value_len);
 }
 
 int convcache_insert(convcache *c, const void *key, size_t key_len, const void *value,
@@ -229,6 +243,8 @@ int convcache_get_or_create(convcache *c, const void *key, size_t key_len,
         return cc_fail(CONVCACHE_E_SIZE,
                        "convcache_get_or_create: key_len must be 1..CONVCACHE_KEY_MAX");
     if (value_cap > CONVCACHE_VALUE_MAX) value_cap = CONVCACHE_VALUE_MAX; /* every value fits */
+    if (ccx_hit((uintptr_t)c, key, key_len, value, value_cap, value_len) == CONVCACHE_HIT)
+        return CONVCACHE_HIT;
     return ccgo_get_or_create((uintptr_t)c, (void *)key, key_len, build, user, value,
                               value_cap, value_len);
 }

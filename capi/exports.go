@@ -116,6 +116,7 @@ func ccgo_open(o *C.convcache_options, out *C.uintptr_t) (rc C.int) {
 	opts := cfg.Cache
 	opts.Remote = openRemote(cfg.Remote) // capi/remote.go; nil if none or unusable
 	opts.Memory = &memory                // capi/memory.go
+	opts.Publish = &published            // capi/publish.go
 	c, err := cache.Open(cfg.Path, &opts)
 	if err != nil {
 		return code(err)
@@ -126,6 +127,7 @@ func ccgo_open(o *C.convcache_options, out *C.uintptr_t) (rc C.int) {
 		setError("convcache: too many open handles")
 		return C.CONVCACHE_E_INVALID
 	}
+	publishHandle(c, tok)
 	*out = C.uintptr_t(tok)
 	return C.CONVCACHE_OK
 }
@@ -135,10 +137,12 @@ func ccgo_close(tok C.uintptr_t) {
 	var rc C.int
 	defer guard(&rc)
 	if c := handles.remove(uintptr(tok)); c != nil {
+		unpublishHandle(uintptr(tok))
 		if err := c.Close(); err != nil {
 			setError(err.Error())
 		}
 	}
+	published.reclaim()
 }
 
 // cbytes views C memory as a byte slice without copying. The C side has
@@ -174,6 +178,7 @@ func ccgo_find(tok C.uintptr_t, key unsafe.Pointer, klen C.size_t, val unsafe.Po
 //export ccgo_insert
 func ccgo_insert(tok C.uintptr_t, key unsafe.Pointer, klen C.size_t, val unsafe.Pointer, vlen C.size_t) (rc C.int) {
 	defer guard(&rc)
+	defer published.reclaim()
 	c := handles.get(uintptr(tok))
 	if c == nil {
 		return errHandle()
@@ -184,6 +189,7 @@ func ccgo_insert(tok C.uintptr_t, key unsafe.Pointer, klen C.size_t, val unsafe.
 //export ccgo_load
 func ccgo_load(tok C.uintptr_t) (rc C.int) {
 	defer guard(&rc)
+	defer published.reclaim()
 	c := handles.get(uintptr(tok))
 	if c == nil {
 		return errHandle()
@@ -194,6 +200,7 @@ func ccgo_load(tok C.uintptr_t) (rc C.int) {
 //export ccgo_save
 func ccgo_save(tok C.uintptr_t) (rc C.int) {
 	defer guard(&rc)
+	defer published.reclaim()
 	c := handles.get(uintptr(tok))
 	if c == nil {
 		return errHandle()

@@ -277,6 +277,23 @@ CONVCACHE_API int convcache_find(convcache_handle *c, const void *key, size_t ke
                    void *value, size_t value_cap, size_t *value_len);
 
 /*
+ * convcache_peek - look a key up in memory only, as convcache_find's hit
+ * does, and nothing more: a key not in memory is 0 (a miss), without
+ * looking at the file or another tier. It never enters the library's Go
+ * runtime, so it also answers in a child forked after the library started
+ * (a PyTorch DataLoader worker), from the entries the parent held at the
+ * fork; every other call refuses there with CONVCACHE_E_FORKED. Counts as a
+ * hit in the statistics. A value longer than value_cap, a handle in
+ * CONVCACHE_MODE_RECACHE or with a verbose log, and a closed or unknown
+ * handle are 0 too: peek reports no errors but bad arguments.
+ *
+ * Returns CONVCACHE_HIT (1), 0, CONVCACHE_E_INVALID (NULL c, key or
+ * value_len), CONVCACHE_E_SIZE (key_len 0 or above CONVCACHE_KEY_MAX).
+ */
+CONVCACHE_API int convcache_peek(convcache_handle *c, const void *key, size_t key_len,
+                   void *value, size_t value_cap, size_t *value_len);
+
+/*
  * convcache_insert - set a key's value, replacing any earlier value.
  *
  * The record is appended to the file before the call returns, so a process

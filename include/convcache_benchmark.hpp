@@ -6,20 +6,20 @@
  * caches. Part of the C++ interface: convcache.hpp includes it, and it may
  * be included first. docs/cxx-design.md explains the design; in brief:
  *
- *   - find() reads an in-process front map first (lock-free reads, writers
- *     serialised by a mutex); only a miss there asks the library, which sees
- *     what other processes wrote. insert() writes through: the front map,
- *     then the file, before it returns.
- *   - Staleness: a front-map hit does not look at the file, so it may return
- *     a value that another process has since replaced, or compaction evicted;
- *     still a measured, valid choice for that key in that scope. save() and
- *     load() start a new epoch: the first hit of each entry in an epoch asks
- *     the library once (refreshing it, and marking it used for LRU).
+ *   - find() asks the library, whose hit path is answered in C from the one
+ *     index of the process (no Go, no lock): there is no second map, so a
+ *     hit is as fresh as the library's and a drop-in process holds what a C
+ *     process holds. A miss there sees what other processes wrote.
+ *     insert() writes through to the library (the file, before it returns).
+ *   - A local map holds only what the library cannot answer from memory:
+ *     no handle for the device, a child forked after the library started (a
+ *     PyTorch DataLoader worker: hits come from the index the parent had at
+ *     the fork, through convcache_peek, and the child's own inserts stay in
+ *     the child), CONVCACHE_MODE_RECACHE (which ignores the library's hits).
+ *     It is empty otherwise.
  *   - find() never throws on a miss; a stored value of another size than T is
  *     a miss, which insert() replaces. insert() does not throw when the
- *     library kept the value (CONVCACHE_PENDING, E_READONLY, E_NOSPC). In a
- *     child forked after the library started (a PyTorch DataLoader worker)
- *     it works from memory, like PyTorch's own map, instead of throwing.
+ *     library kept the value (CONVCACHE_PENDING, E_READONLY, E_NOSPC).
  *   - Destructors never throw and never save. A BenchmarkCache is neither
  *     copyable nor movable, must not outlive the Cache or DeviceCaches it was
  *     built on, nor be destroyed while other threads use it.
@@ -101,32 +101,54 @@ public:
      * miss; throws miss_error in strict mode, and error for real failures
      * of the library (not for a forked child: see the top of this file). */
     bool find(const Params &params, T *results) {
-        const std::uint64_t h = hash_bytes(&params, sizeof(Params));
-        if (front_find(params, h, results)) return true;
-        return find_slow(params, h, results);
-    }
-
-    /* Stores results for params: in the front map, then in the library
-     * (appended to the file before this returns). Throws only when the
-     * library could not keep the value (io_error, format_error, ...); the
-     * front map has it even then. */
-    void insert(const Params &params, const T &results) {
-        const std::uint64_t h = hash_bytes(&params, sizeof(Params));
-        put(params, h, results, true);
         convcache_handle *c = handle_for(params);
-        if (!c) return;
+        if (!c) return local_find(params, results);
         KeyBuf k;
         std::size_t klen = library_key(params, k);
-        int rc = convcache_insert(c, k.b, klen, &results, sizeof(T));
-        if (rc == CONVCACHE_E_FORKED || insert_kept(rc)) return;
-        error::raise("convcache_insert", rc);
+        alignas(T) unsigned char buf[sizeof(T)];
+        std::size_t n = 0;
+        int rc = convcache_find(c, k.b, klen, buf, sizeof buf, &n);
+        if (rc == CONVCACHE_HIT && n == sizeof(T)) {
+            std::memcpy(static_cast<void *>(results), buf, sizeof(T));
+            return true;
+        }
+        if (local_find(params, results)) return true;
+        if (rc == CONVCACHE_E_FORKED) {
+            /* The child's own inserts (above) win over what the parent had. */
+            if (convcache_peek(c, k.b, klen, buf, sizeof buf, &n) == CONVCACHE_HIT && n == sizeof(T)) {
+                std::memcpy(static_cast<void *>(results), buf, sizeof(T));
+                return true;
+            }
+            return false;
+        }
+        if (rc >= 0 || rc == CONVCACHE_E_RANGE) return false;
+        error::raise("convcache_find", rc);
+    }
+
+    /* Stores results for params in the library (appended to the file before
+     * this returns). Throws only when the library could not keep the value
+     * (io_error, format_error, ...); the local map has it even then. */
+    void insert(const Params &params, const T &results) {
+        convcache_handle *c = handle_for(params);
+        if (c) {
+            KeyBuf k;
+            std::size_t klen = library_key(params, k);
+            int rc = convcache_insert(c, k.b, klen, &results, sizeof(T));
+            if (insert_kept(rc) && served(c, k, klen, results)) {
+                if (count_.load(std::memory_order_relaxed)) put(params, results, false, true);
+                return;
+            }
+            if (rc != CONVCACHE_E_FORKED && !insert_kept(rc)) {
+                put(params, results, true, false);
+                error::raise("convcache_insert", rc);
+            }
+        }
+        put(params, results, true, false);
     }
 
     /* Picks up what other processes wrote (convcache_load on each handle
-     * opened so far) and starts a new epoch, so that front-map entries are
-     * re-read from the library on their next hit. Returns 0, or
-     * CONVCACHE_E_FORKED in a forked child; throws on failures (io_error,
-     * format_error, corrupt_error). */
+     * opened so far). Returns 0, or CONVCACHE_E_FORKED in a forked child;
+     * throws on failures (io_error, format_error, corrupt_error). */
     int load() {
         int soft = 0;
         each_handle([&](convcache_handle *c) {
@@ -134,12 +156,11 @@ public:
             if (rc == CONVCACHE_E_FORKED) soft = rc;
             else if (rc < 0) error::raise("convcache_load", rc);
         });
-        epoch_.fetch_add(1, std::memory_order_relaxed);
         return soft;
     }
 
-    /* Makes everything inserted durable (convcache_save on each handle) and
-     * starts a new epoch (see LRU at the top). Returns 0, or one of the
+    /* Makes everything inserted durable (convcache_save on each handle).
+     * Returns 0, or one of the
      * codes under which nothing is lost and the host should carry on:
      * CONVCACHE_E_LOCK (lock busy: retry later), CONVCACHE_E_READONLY,
      * CONVCACHE_E_NOSPC (kept in memory), CONVCACHE_E_FORKED. Throws for
@@ -155,7 +176,6 @@ public:
                 error::raise("convcache_save", rc);
             }
         });
-        epoch_.fetch_add(1, std::memory_order_relaxed);
         return soft;
     }
 
@@ -175,9 +195,8 @@ public:
     std::pair<T, bool> getOrCreate(const Params &params, Builder &&builder) {
         static_assert(std::is_default_constructible<T>::value,
                       "BenchmarkCache::getOrCreate needs a default-constructible T");
-        const std::uint64_t h = hash_bytes(&params, sizeof(Params));
         T v{};
-        if (front_find(params, h, &v)) return {v, true};
+        if (local_find(params, &v)) return {v, true};
         convcache_handle *c = handle_for(params);
         if (c) {
             KeyBuf k;
@@ -188,9 +207,12 @@ public:
             int rc = convcache_get_or_create(c, k.b, klen, &Call::trampoline, &call, &v, sizeof(T), &n);
             if (call.thrown) std::rethrow_exception(call.thrown);
             if ((rc == CONVCACHE_HIT || rc == CONVCACHE_OK) && n == sizeof(T)) {
-                put(params, h, v, rc == CONVCACHE_OK);
+                if (rc == CONVCACHE_OK && !served(c, k, klen, v)) put(params, v, true, false);
                 return {v, rc == CONVCACHE_HIT};
             }
+            if (rc == CONVCACHE_E_FORKED &&
+                convcache_peek(c, k.b, klen, &v, sizeof(T), &n) == CONVCACHE_HIT && n == sizeof(T))
+                return {v, true};
             /* A value of another size, or a forked child: build it here. */
             if (rc < 0 && rc != CONVCACHE_E_RANGE && rc != CONVCACHE_E_FORKED)
                 error::raise("convcache_get_or_create", rc);
@@ -200,21 +222,22 @@ public:
         return {v, false};
     }
 
-    /* Entries in the front map, and the bytes it holds (nodes, live table and
-     * the tables it outgrew), for memory accounting. */
+    /* Entries in the local map (what the library could not answer: see the
+     * top of this file; 0 in normal use), and the bytes it holds (nodes,
+     * live table and the tables it outgrew), for memory accounting. */
     std::size_t size() const noexcept { return count_.load(std::memory_order_relaxed); }
     std::size_t memory_bytes() const noexcept { return bytes_.load(std::memory_order_relaxed); }
 
     const KeyPolicy &policy() const noexcept { return policy_; }
 
 private:
-    /* An immutable entry, except for seen. Replaced, never modified.
-     * Aligned to 16 so that a slot can carry 4 bits of the hash beside the
-     * pointer. */
+    /* The local map: an insert-only open-addressing table (linear probing,
+     * load at most 0.8) of node pointers, read without a lock, written under
+     * mu_. A node is immutable: replaced, never modified. Aligned to 16 so
+     * that a slot can carry 4 bits of the hash beside the pointer. */
     struct alignas(16) Node {
         Params key;
         T value;
-        mutable std::atomic<std::uint32_t> seen; /* the epoch of its last library touch */
     };
 
     /* A slot is a Node pointer with the top 4 bits of the key's hash in its
@@ -289,16 +312,24 @@ private:
         return t;
     }
 
-    bool front_find(const Params &p, std::uint64_t h, T *results) noexcept {
-        const Node *n = lookup(p, h);
+    /* Whether the library answers key with value from memory (a peek): not
+     * in CONVCACHE_MODE_RECACHE, nor with a verbose log, nor in a child. */
+    static bool served(convcache_handle *c, const KeyBuf &k, std::size_t klen, const T &value) noexcept {
+        alignas(T) unsigned char buf[sizeof(T)];
+        std::size_t n = 0;
+        return convcache_peek(c, k.b, klen, buf, sizeof buf, &n) == CONVCACHE_HIT && n == sizeof(T) &&
+               std::memcmp(buf, &value, sizeof(T)) == 0;
+    }
+
+    bool local_find(const Params &p, T *results) const noexcept {
+        if (!count_.load(std::memory_order_acquire)) return false;
+        const Node *n = lookup(p, hash_bytes(&p, sizeof(Params)));
         if (!n) return false;
         std::memcpy(static_cast<void *>(results), &n->value, sizeof(T));
-        std::uint32_t e = epoch_.load(std::memory_order_relaxed);
-        if (n->seen.load(std::memory_order_relaxed) != e) touch(n, e);
         return true;
     }
 
-    /* The hot path: no lock, no shared write. */
+    /* No lock, no shared write. */
     const Node *lookup(const Params &p, std::uint64_t h) const noexcept {
         Table *t = table_.load(std::memory_order_acquire);
         Slot *s = t->slots();
@@ -326,10 +357,11 @@ private:
         return b->nodes() + b->used++;
     }
 
-    /* Publishes params -> value. replace: overwrite an existing entry (an
-     * insert); otherwise keep it (a fill from the library must not undo a
-     * newer insert that raced with it). Tables grow at a load of 0.8. */
-    void put(const Params &p, std::uint64_t h, const T &value, bool replace) {
+    /* Publishes params -> value in the local map. replace: overwrite an
+     * existing entry; only_existing: change nothing if the key is absent
+     * (the library has it). Tables grow at a load of 0.8. */
+    void put(const Params &p, const T &value, bool replace, bool only_existing) {
+        const std::uint64_t h = hash_bytes(&p, sizeof(Params));
         std::lock_guard<std::mutex> g(mu_);
         Table *t = table_.load(std::memory_order_relaxed);
         const std::uintptr_t tag = tag_of(h);
@@ -339,11 +371,13 @@ private:
             if (!v) break;
             const Node *n = node_of(v);
             if ((v & tag_mask) == tag && std::memcmp(&n->key, &p, sizeof(Params)) == 0) {
-                if (!replace || std::memcmp(&n->value, &value, sizeof(T)) == 0) return;
+                if (!replace && !only_existing) return;
+                if (std::memcmp(&n->value, &value, sizeof(T)) == 0) return;
                 t->slots()[i].store(make_slot(p, h, value), std::memory_order_release);
                 return; /* the old node stays allocated: readers may hold it */
             }
         }
+        if (only_existing) return;
         std::size_t count = count_.load(std::memory_order_relaxed) + 1;
         if (count * 5 > (t->mask + 1) * 4) {
             t = grow(t);
@@ -351,14 +385,13 @@ private:
             while (t->slots()[i].load(std::memory_order_relaxed)) i = (i + 1) & t->mask;
         }
         t->slots()[i].store(make_slot(p, h, value), std::memory_order_release);
-        count_.store(count, std::memory_order_relaxed);
+        count_.store(count, std::memory_order_release);
     }
 
     std::uintptr_t make_slot(const Params &p, std::uint64_t h, const T &value) {
         Node *n = alloc_node();
         std::memcpy(static_cast<void *>(&n->key), &p, sizeof(Params));
         std::memcpy(static_cast<void *>(&n->value), &value, sizeof(T));
-        new (&n->seen) std::atomic<std::uint32_t>(epoch_.load(std::memory_order_relaxed));
         return reinterpret_cast<std::uintptr_t>(n) | tag_of(h);
     }
 
@@ -401,56 +434,8 @@ private:
         return name_len_ + 1 + sizeof(Params);
     }
 
-    bool find_slow(const Params &p, std::uint64_t h, T *results) {
-        convcache_handle *c = handle_for(p);
-        if (!c) return false;
-        KeyBuf k;
-        std::size_t klen = library_key(p, k);
-        alignas(T) unsigned char buf[sizeof(T)];
-        std::size_t n = 0;
-        int rc = convcache_find(c, k.b, klen, buf, sizeof buf, &n);
-        if (rc == CONVCACHE_HIT) {
-            if (n != sizeof(T)) return false;
-            T v;
-            std::memcpy(static_cast<void *>(&v), buf, sizeof(T));
-            put(p, h, v, false);
-            /* Return what the front map holds: a racing insert wins. */
-            if (const Node *node = lookup(p, h)) {
-                std::memcpy(static_cast<void *>(results), &node->value, sizeof(T));
-            } else {
-                std::memcpy(static_cast<void *>(results), buf, sizeof(T));
-            }
-            return true;
-        }
-        if (rc >= 0 || rc == CONVCACHE_E_RANGE || rc == CONVCACHE_E_FORKED) return false;
-        error::raise("convcache_find", rc);
-    }
-
-    /* The first front-map hit of a node in an epoch: ask the library once,
-     * so it marks the entry used (LRU) and a newer value replaces ours. */
-    void touch(const Node *n, std::uint32_t e) noexcept {
-        if (n->seen.exchange(e, std::memory_order_relaxed) == e) return;
-        try {
-            convcache_handle *c = handle_for(n->key);
-            if (!c) return;
-            KeyBuf k;
-            std::size_t klen = library_key(n->key, k);
-            alignas(T) unsigned char buf[sizeof(T)];
-            std::size_t len = 0;
-            int rc = convcache_find(c, k.b, klen, buf, sizeof buf, &len);
-            if (rc == CONVCACHE_HIT && len == sizeof(T) && std::memcmp(buf, &n->value, sizeof(T)) != 0) {
-                T v;
-                std::memcpy(static_cast<void *>(&v), buf, sizeof(T));
-                put(n->key, hash_bytes(&n->key, sizeof(Params)), v, true);
-            }
-        } catch (...) {
-            /* Best effort: a failed touch only weakens LRU. */
-        }
-    }
-
     /* Read by every find: kept apart from what writers change. */
     alignas(64) std::atomic<Table *> table_{nullptr};
-    std::atomic<std::uint32_t> epoch_{1};
     convcache_handle *fixed_ = nullptr;
     DeviceCaches *devices_ = nullptr;
     KeyPolicy policy_;

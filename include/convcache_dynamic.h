@@ -108,6 +108,7 @@ struct convcache_dyn_api_ {
     int (*open_ex)(const convcache_options *, convcache_handle **);
     void (*close)(convcache_handle *);
     int (*find)(convcache_handle *, const void *, size_t, void *, size_t, size_t *);
+    int (*peek)(convcache_handle *, const void *, size_t, void *, size_t, size_t *);
     int (*insert)(convcache_handle *, const void *, size_t, const void *, size_t);
     int (*load)(convcache_handle *);
     int (*save)(convcache_handle *);
@@ -205,6 +206,7 @@ static void convcache_dyn_load_(void) {
         CONVCACHE_DYN_NEED_(version_number, "convcache_version_number");
 #undef CONVCACHE_DYN_NEED_
         convcache_dyn_sym_(lib, "convcache_cudnn_scope", &api.cudnn_scope, sizeof api.cudnn_scope);
+        convcache_dyn_sym_(lib, "convcache_peek", &api.peek, sizeof api.peek); /* 1.x later */
         if (missing) {
             snprintf(convcache_dyn_why_, sizeof convcache_dyn_why_,
                      "convcache: %s not used: it has no %s (not a convcache library?)", path, missing);
@@ -271,6 +273,16 @@ CONVCACHE_DYN_FN int convcache_find(convcache_handle *c, const void *key, size_t
                                     size_t value_cap, size_t *value_len) {
     if (convcache_dyn_ready_())
         return convcache_dyn_api_.find(c, key, key_len, value, value_cap, value_len);
+    if (!c || !key || !value_len || (!value && value_cap)) return CONVCACHE_E_INVALID;
+    if (key_len == 0 || key_len > CONVCACHE_KEY_MAX) return CONVCACHE_E_SIZE;
+    return 0;
+}
+
+/* A library without convcache_peek (older 1.x) answers it as a miss. */
+CONVCACHE_DYN_FN int convcache_peek(convcache_handle *c, const void *key, size_t key_len, void *value,
+                                    size_t value_cap, size_t *value_len) {
+    if (convcache_dyn_ready_() && convcache_dyn_api_.peek)
+        return convcache_dyn_api_.peek(c, key, key_len, value, value_cap, value_len);
     if (!c || !key || !value_len || (!value && value_cap)) return CONVCACHE_E_INVALID;
     if (key_len == 0 || key_len > CONVCACHE_KEY_MAX) return CONVCACHE_E_SIZE;
     return 0;

@@ -1,0 +1,68 @@
+/* The C hit path: what convcache_find reads without entering Go, and the
+ * epochs that say when memory it may hold can be reclaimed. The layout is
+ * the Go side's (cache/shared.go); capi's tests check the offsets. Not
+ * installed. */
+#ifndef CONVCACHE_HIT_H
+#define CONVCACHE_HIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CCX_STRIPES 64
+#define CCX_REF_BITS 40
+#define CCX_CHUNK_OFF_BITS 22
+#define CCX_ENTRY_HEADER 16
+#define CCX_FLAG_HITS 1u     /* handle flags: hits may be served here */
+#define CCX_ENTRY_FILE 1u    /* entry flags: read from the file */
+#define CCX_ENTRY_SYSTEM 2u  /* entry flags: from the system tier */
+
+struct ccx_table {
+    const uint64_t *slots;
+    uint64_t mask;
+    uint64_t shift;
+};
+
+struct ccx_index {
+    uint64_t mult;
+    const struct ccx_table *tab;
+    uint8_t *const *chunks;
+};
+
+struct ccx_stripe {
+    uint64_t mem, file, sys;
+    char pad[104];
+};
+
+struct ccx_handle {
+    const struct ccx_index *idx;
+    uint64_t token;
+    uint32_t gen;
+    uint32_t flags;
+    char pad[104];
+    struct ccx_stripe hits[CCX_STRIPES];
+};
+
+/* Answers a hit from the handle's published index: CONVCACHE_HIT with the
+ * value copied, or 0 when Go must answer (a miss here, a value longer than
+ * value_cap, a handle that serves no hits here, or no handle at all). The
+ * arguments are already checked. */
+int ccx_hit(uintptr_t token, const void *key, size_t key_len, void *value, size_t value_cap,
+            size_t *value_len);
+
+/* The handle table: token -> shared handle. */
+int ccx_handle_set(uintptr_t token, void *handle);
+void ccx_handle_clear(uintptr_t token);
+
+/* Epochs. ccx_retire_epoch starts a new epoch and returns it: memory
+ * unpublished before the call is tagged with it. ccx_safe_epoch returns an
+ * epoch E such that everything tagged E or lower can be freed. */
+uint64_t ccx_retire_epoch(void);
+uint64_t ccx_safe_epoch(void);
+
+/* Layout facts for the tests (capi/layout.go). */
+size_t ccx_layout(const char *name);
+
+/* XXH64 with seed 0, as the Go side's github.com/cespare/xxhash. */
+uint64_t ccx_xxh64(const void *p, size_t len);
+
+#endif

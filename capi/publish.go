@@ -1,0 +1,100 @@
+package main
+
+/*
+#include <stdlib.h>
+#include "hit.h"
+*/
+import "C"
+
+import (
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/convcache/convcache/cache"
+)
+
+// publisher is the C library's cache.Publisher: handles publish their index
+// to the C hit path (hit.c), and what a writer replaces is freed once no C
+// reader can hold it, by hit.c's epochs.
+type publisher struct {
+	mu      sync.Mutex
+	retired []retiredMem
+	waiting atomic.Int64 // len(retired), read without mu
+}
+
+type retiredMem struct {
+	epoch uint64
+	free  func()
+}
+
+var published publisher
+
+// Retire tags free with a new epoch and frees whatever is safe by now.
+func (p *publisher) Retire(free func()) {
+	e := uint64(C.ccx_retire_epoch())
+	p.mu.Lock()
+	p.retired = append(p.retired, retiredMem{e, free})
+	p.waiting.Store(int64(len(p.retired)))
+	p.mu.Unlock()
+	p.reclaim()
+}
+
+// reclaim frees what no C reader can hold any more. It costs one
+// membarrier(2) when something is waiting, nothing otherwise; the library
+// calls it on its slow paths (insert, load, save, close), so memory a reader
+// held at the time of a Retire is freed by a later call.
+func (p *publisher) reclaim() {
+	if p.waiting.Load() == 0 {
+		return
+	}
+	p.mu.Lock()
+	safe := uint64(C.ccx_safe_epoch())
+	var free []func()
+	keep := p.retired[:0]
+	for _, r := range p.retired {
+		if r.epoch <= safe {
+			free = append(free, r.free)
+		} else {
+			keep = append(keep, r)
+		}
+	}
+	clear(p.retired[len(keep):])
+	p.retired = keep
+	p.waiting.Store(int64(len(keep)))
+	p.mu.Unlock()
+	for _, f := range free {
+		f()
+	}
+}
+
+// publishHandle makes a handle's hits answerable in C under its token.
+func publishHandle(c *cache.Cache, tok uintptr) {
+	sh, setToken := c.Shared()
+	if sh == nil {
+		return
+	}
+	setToken(uint64(tok))
+	C.ccx_handle_set(C.uintptr_t(tok), sh)
+}
+
+// unpublishHandle stops C hits under tok; the handle's memory is retired by
+// its Close.
+func unpublishHandle(tok uintptr) {
+	C.ccx_handle_clear(C.uintptr_t(tok))
+}
+
+// sharedLayout returns hit.c's view of the shared structures (for tests).
+func sharedLayout(name string) uintptr {
+	cs := C.CString(name)
+	defer C.free(unsafe.Pointer(cs))
+	return uintptr(C.ccx_layout(cs))
+}
+
+// xxh64 is hit.c's hash (for tests: it must be the Go side's).
+func xxh64(b []byte) uint64 {
+	if len(b) == 0 {
+		return uint64(C.ccx_xxh64(nil, 0))
+	}
+	return uint64(C.ccx_xxh64(unsafe.Pointer(&b[0]), C.size_t(len(b))))
+}
