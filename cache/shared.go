@@ -132,8 +132,8 @@ func SharedLayout() map[string]uintptr {
 		"stripe.sys": unsafe.Offsetof(s.sys),
 		"index.mult": unsafe.Offsetof(x.mult), "index.tab": unsafe.Offsetof(x.tab),
 		"index.chunks": unsafe.Offsetof(x.chunks),
-		"table.base": unsafe.Offsetof(t.base), "table.mask": unsafe.Offsetof(t.mask),
-		"table.shift": unsafe.Offsetof(t.shift),
+		"table.base":   unsafe.Offsetof(t.base), "table.mask": unsafe.Offsetof(t.mask),
+		"table.shift":  unsafe.Offsetof(t.shift),
 		"entry.header": entryHeader, "ref.bits": refBits, "chunk.offbits": chunkOffBits,
 		"flags.hits": sharedHits, "entry.system": entryFromSystem, "entry.file": entryFromFile,
 	}
