@@ -87,7 +87,12 @@ const (
 	refBits       = 40
 	refMask       = 1<<refBits - 1
 	chunkOffBits  = 22
-	maxChunk      = 1 << chunkOffBits // 4 MiB
+	maxChunk      = 1 << chunkOffBits // 4 MiB: the largest offset a ref holds
+	// Chunks double up to this size, and an entry larger than it gets a
+	// chunk of its own. The last chunk's unused part is memory the process
+	// holds (the collector hands out zeroed, so touched, pages), so it is
+	// kept small: at most 1 MiB, 10 bytes per entry at 100k entries.
+	growChunk = 1 << 20
 	firstChunk    = 64 << 10
 	minTableSlots = 16
 
@@ -231,7 +236,7 @@ func (ix *index) alloc(key, value []byte, flags, used uint32) uint64 {
 	size := (entryHeader + len(key) + len(value) + 7) &^ 7
 	last := len(ix.cs) - 1
 	if ix.fill+size > len(ix.cs[last]) {
-		next := min(2*len(ix.cs[last]), maxChunk)
+		next := min(2*len(ix.cs[last]), growChunk)
 		for next < size {
 			next *= 2
 		}

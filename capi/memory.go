@@ -43,7 +43,7 @@ func (m *memoryPolicy) Compacting() (done func()) {
 }
 
 func (m *memoryPolicy) Dropped(n int64) {
-	if n > 4<<20 {
+	if n > 1<<20 {
 		debug.FreeOSMemory()
 	}
 }
