@@ -18,7 +18,7 @@ namespace {
 struct Naive {
     static constexpr const char *kName = "naive file";
     static constexpr bool kPersistent = true;
-    static constexpr bool kFillsOnFind = false;
+    static constexpr bool kWarmEveryKey = false;
 
     std::string path;
     bench::BenchmarkCache<bench::Value> cache;

@@ -8,7 +8,7 @@ namespace {
 struct StdMap {
     static constexpr const char *kName = "std::unordered_map";
     static constexpr bool kPersistent = false;
-    static constexpr bool kFillsOnFind = false;
+    static constexpr bool kWarmEveryKey = false;
 
     bench::BenchmarkCache<bench::Value> cache;
 
