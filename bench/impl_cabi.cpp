@@ -16,6 +16,7 @@ struct CAbi {
     // demand or in the background): the hit workload asks every key once
     // before it times hits or reads the resident memory.
     static constexpr bool kWarmEveryKey = true;
+    static void ready() { bench::runtime_ready(); }
 
     convcache_handle *c = nullptr;
 

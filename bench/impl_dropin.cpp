@@ -17,6 +17,7 @@ struct DropIn {
     static constexpr const char *kName = "convcache C++ drop-in";
     static constexpr bool kPersistent = true;
     static constexpr bool kWarmEveryKey = true;  // see bench_cabi
+    static void ready() { bench::runtime_ready(); }
 
     convcache::Cache cache;
     convcache::BenchmarkCache<bench::Key, bench::Value> bc;

@@ -19,6 +19,7 @@ struct Naive {
     static constexpr const char *kName = "naive file";
     static constexpr bool kPersistent = true;
     static constexpr bool kWarmEveryKey = false;
+    static void ready() {}
 
     std::string path;
     bench::BenchmarkCache<bench::Value> cache;

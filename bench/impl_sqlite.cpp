@@ -102,6 +102,7 @@ struct Sqlite {
     static constexpr const char *kName = "SQLite WAL";
     static constexpr bool kPersistent = true;
     static constexpr bool kWarmEveryKey = false;
+    static void ready() {}
 
     std::string path;
     sqlite3 *db;

@@ -9,6 +9,7 @@ struct StdMap {
     static constexpr const char *kName = "std::unordered_map";
     static constexpr bool kPersistent = false;
     static constexpr bool kWarmEveryKey = false;
+    static void ready() {}
 
     bench::BenchmarkCache<bench::Value> cache;
 

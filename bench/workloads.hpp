@@ -11,6 +11,11 @@
 //                                             the timed hit loops and the memory
 //                                             reading (a store that may open
 //                                             lazily: see do_hit)
+//   static void ready();                      return once the process's
+//                                             libraries have started (Go's
+//                                             runtime starts on a thread of
+//                                             its own): before the first RSS
+//                                             reading
 //   explicit Impl(const std::string &path);   open the store (not yet read)
 //   int load();                               read the store (<0: error)
 //   bool find(const Key &, Value *);          a hit copies the value out
@@ -213,12 +218,14 @@ void check_values(const char *where, uint64_t got, uint64_t want, R &r,
 
 template <class Impl>
 int do_hit(const std::string &path, uint64_t n, int64_t min_ms) {
-    // The lookup order, its keys and the expected sums exist before the
-    // first RSS reading, so the delta counts the store alone.
+    // The lookup order, its keys and the expected sums exist, and the
+    // libraries have started, before the first RSS reading, so the delta
+    // counts the store alone.
     std::vector<uint32_t> order = shuffled(n, 0xC0FFEE);
     std::vector<Key> keys(n);
     for (uint64_t i = 0; i < n; i++) keys[i] = make_key(order[i]);
     const Expected want(order);
+    Impl::ready();
     int64_t rss0 = rss_bytes();
     RssParts parts0 = rss_parts(path);
 
