@@ -75,11 +75,13 @@ func targets(r *results.Results) string {
 		}
 		detail := fmt.Sprintf("%s %s vs %s %s (medians) = %s", num(o), unit, num(c), unit, ratioNear(x, bar))
 		if size, ok := strings.CutPrefix(metric, "rss/"); ok {
-			// The parts of the resident figures that are not the index.
-			l, _ := med("rss_libs/"+size, id)
+			// The parts of the resident figures beside the heap.
+			l, okL := med("rss_libs/"+size, id)
 			lc, _ := med("rss_libs/"+size, "c")
-			s, _ := med("rss_store/"+size, id)
-			detail += fmt.Sprintf("; of which the mapped store %s, shared libraries' pages %s (c: %s)", num(s), num(l), num(lc))
+			s, okS := med("rss_store/"+size, id)
+			if okL && okS {
+				detail += fmt.Sprintf("; of which the mapped store %s, shared libraries' pages %s (c: %s)", num(s), num(l), num(lc))
+			}
 		}
 		check(name, ok, true, detail)
 	}

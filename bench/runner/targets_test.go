@@ -95,3 +95,39 @@ func TestLoadRows(t *testing.T) {
 		t.Errorf("a 1-entry store has no every-key row:\n%s", out)
 	}
 }
+
+// TestFullRunRows checks a full run's table has the 1M-entry cold first
+// answer row for (a) and (b), and judges the 1M bars instead of leaving them
+// PENDING.
+func TestFullRunRows(t *testing.T) {
+	r := quickRun()
+	r.Sizes = []int{10000, 100000, 1000000}
+	r.LoadSizes = []int{1, 10000, 100000, 1000000}
+	for metric, byID := range map[string]map[string]float64{
+		"load_ms/1000000": {"a": 11, "b": 12, "d": 800, "e": 3},
+		"hit1_ns/1000000": {"a": 300, "b": 120, "c": 1000},
+		"rss/1000000":     {"a": 200, "b": 230, "c": 188},
+	} {
+		for id, v := range byID {
+			r.Add(metric, id, v)
+		}
+	}
+	out := table(r)
+	l := line(t, out, "| load 1M: cold process to first answer, ms |")
+	if !strings.HasPrefix(l, "| load 1M: cold process to first answer, ms | 11.0 | 12.0 | — | 800 | 3.00 |") {
+		t.Errorf("1M load row: %s", l)
+	}
+	for _, want := range []string{
+		"- HOLDS C ABI find hit ≤ 0.4× (c), 1 thread, 1M: 300 ns vs 1000 ns (medians) = 0.30×",
+		"- MISSED (a) cold process to first answer, 1M entries ≤ 2× 1 entry: 11.0 ms vs 5.00 ms (medians) = 2.20×",
+		"- HOLDS (b) cold process to first answer, 1M entries ≤ 2× 1 entry: 12.0 ms vs 6.00 ms (medians) = 2.00×",
+		"- HOLDS C++ drop-in resident memory per entry ≤ 1.3× (c), 1M: 230 bytes vs 188 bytes (medians) = 1.22×\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "PENDING C ABI find hit ≤ 0.4×") || strings.Contains(out, "1M-entry run: -quick") {
+		t.Errorf("a full run left a 1M target PENDING:\n%s", out)
+	}
+}
