@@ -196,7 +196,8 @@ inline int64_t real_ns() {
 
 // ---- memory ------------------------------------------------------------
 
-// Resident set size in bytes, from /proc/self/statm.
+// Resident set size in bytes (/proc/self/statm): anonymous and file-backed
+// pages alike, a mapped store's included.
 inline int64_t rss_bytes() {
     FILE *f = std::fopen("/proc/self/statm", "r");
     if (!f) return -1;
@@ -205,6 +206,49 @@ inline int64_t rss_bytes() {
     std::fclose(f);
     if (n != 2) return -1;
     return int64_t(resident) * 4096;
+}
+
+// Two parts of the resident set, from /proc/self/smaps: the pages of
+// mappings of the store's files (the file at store_path, and its -wal,
+// -shm and the like), and the pages of every other mapped file
+// (the shared libraries' code and data: a cost per process, not per entry).
+struct RssParts {
+    int64_t store = 0, libs = 0;
+};
+
+inline RssParts rss_parts(const std::string &store_path) {
+    // smaps names files by their absolute path.
+    char *abs = realpath(store_path.c_str(), nullptr);
+    const std::string store = abs ? abs : store_path;
+    std::free(abs);
+    RssParts p;
+    FILE *f = std::fopen("/proc/self/smaps", "r");
+    if (!f) return p;
+    char line[4096];
+    int64_t *into = nullptr;
+    while (std::fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        char perms[8];
+        int name = 0;
+        // A mapping's header: "lo-hi perms offset dev inode [name]".
+        if (std::sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &lo, &hi, perms, &name) == 3 && name > 0) {
+            std::string path(line + name);
+            while (!path.empty() && (path.back() == '\n' || path.back() == ' ')) path.pop_back();
+            if (path.empty() || path[0] == '[')
+                into = nullptr;  // anonymous: heap, stack, vdso
+            else if (path.compare(0, store.size(), store) == 0 &&
+                     (path.size() == store.size() || path[store.size()] == '-' ||
+                      path[store.size()] == '.'))
+                into = &p.store;
+            else
+                into = &p.libs;
+            continue;
+        }
+        long kb;
+        if (into && std::sscanf(line, "Rss: %ld kB", &kb) == 1) *into += int64_t(kb) * 1024;
+    }
+    std::fclose(f);
+    return p;
 }
 
 // ---- output ------------------------------------------------------------

@@ -1,7 +1,9 @@
 // bench_dropin - implementation (b): convcache through the C++ drop-in for
 // PyTorch's BenchmarkCache (include/convcache.hpp): the same find/insert
-// calls PyTorch makes, answered by the header's lock-free front map, which
-// falls back to the library on a front-map miss.
+// calls PyTorch makes. The drop-in calls the library's C hit path
+// (convcache_find) directly and keeps no private map of its own (issue 17),
+// so a drop-in process holds one index, the library's, as a C ABI process
+// does.
 #include "convcache.hpp"
 #include "convcache_prep.hpp"
 #include "workloads.hpp"
@@ -14,7 +16,8 @@ const char *kScope = "cudnn-v1;gpu=NVIDIA H100 80GB HBM3;cc=9.0;sm=132;driver=13
 struct DropIn {
     static constexpr const char *kName = "convcache C++ drop-in";
     static constexpr bool kPersistent = true;
-    static constexpr bool kFillsOnFind = true;
+    static constexpr bool kWarmEveryKey = true;  // see bench_cabi
+    static void ready() { bench::runtime_ready(); }
 
     convcache::Cache cache;
     convcache::BenchmarkCache<bench::Key, bench::Value> bc;
@@ -35,7 +38,6 @@ struct DropIn {
     void begin_bulk() {}
     void end_bulk() {}
     void begin_writer() {}
-    int64_t front_bytes() const { return int64_t(bc.memory_bytes()); }
 
     void finish_prep(uint64_t) {}
     static void after_prep(const std::string &path) { bench::compact_convcache(path, kScope); }

@@ -18,7 +18,8 @@ namespace {
 struct Naive {
     static constexpr const char *kName = "naive file";
     static constexpr bool kPersistent = true;
-    static constexpr bool kFillsOnFind = false;
+    static constexpr bool kWarmEveryKey = false;
+    static void ready() {}
 
     std::string path;
     bench::BenchmarkCache<bench::Value> cache;

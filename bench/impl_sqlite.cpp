@@ -101,7 +101,8 @@ struct Lookup {
 struct Sqlite {
     static constexpr const char *kName = "SQLite WAL";
     static constexpr bool kPersistent = true;
-    static constexpr bool kFillsOnFind = false;
+    static constexpr bool kWarmEveryKey = false;
+    static void ready() {}
 
     std::string path;
     sqlite3 *db;

@@ -8,7 +8,8 @@ namespace {
 struct StdMap {
     static constexpr const char *kName = "std::unordered_map";
     static constexpr bool kPersistent = false;
-    static constexpr bool kFillsOnFind = false;
+    static constexpr bool kWarmEveryKey = false;
+    static void ready() {}
 
     bench::BenchmarkCache<bench::Value> cache;
 

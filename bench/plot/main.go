@@ -73,7 +73,7 @@ func charts(r *results.Results) map[string]*chart {
 			title:  "find hit throughput, 2 threads",
 			xlabel: "entries in the cache", ylabel: "million finds/s (log)",
 		}),
-		"load.png": perSize(r, "load_ms", chart{
+		"load.png": perSizeOf(r, r.LoadSizesOrSizes(), "load_ms", chart{
 			title:  "load: cold process to first answer",
 			xlabel: "entries in the file", ylabel: "ms (log)",
 		}),

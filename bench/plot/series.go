@@ -69,7 +69,12 @@ func positive(keys []int) []int {
 
 // perSize is a line chart of metric/<size> against the sizes.
 func perSize(r *results.Results, metric string, ch chart) *chart {
-	sizes := positive(r.Sizes)
+	return perSizeOf(r, r.Sizes, metric, ch)
+}
+
+// perSizeOf is a line chart of metric/<size> against the given sizes.
+func perSizeOf(r *results.Results, sizes []int, metric string, ch chart) *chart {
+	sizes = positive(sizes)
 	for _, n := range sizes {
 		ch.xticks = append(ch.xticks, tick{float64(n), results.SizeName(n)})
 	}

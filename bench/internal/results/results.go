@@ -23,6 +23,7 @@ type Results struct {
 	Reps        int                             `json:"reps"`
 	RepsLarge   int                             `json:"reps_large"`
 	Sizes       []int                           `json:"sizes"`
+	LoadSizes   []int                           `json:"load_sizes,omitempty"` // the load rows' stores: a 1-entry one and Sizes
 	Writers     []int                           `json:"writers"`
 	PerWriter   int                             `json:"per_writer"`
 	HitMillis   int                             `json:"hit_ms"`
@@ -69,6 +70,15 @@ func StatOf(v []float64) (s Stat, ok bool) {
 // Stat summarises metric's samples for implementation id.
 func (r *Results) Stat(metric, id string) (Stat, bool) {
 	return StatOf(r.Samples[metric][id])
+}
+
+// LoadSizesOrSizes is the store sizes of the load rows: LoadSizes, or
+// Sizes in a results file written before LoadSizes existed.
+func (r *Results) LoadSizesOrSizes() []int {
+	if len(r.LoadSizes) > 0 {
+		return r.LoadSizes
+	}
+	return r.Sizes
 }
 
 // SizeName is an entry count as the table and the charts write it: 10k, 1M.
