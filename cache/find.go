@@ -60,9 +60,14 @@ func (c *Cache) lookup(key, dst []byte, h uint64, stripe int) (int, uint32, bool
 	if len(v) > len(dst) {
 		return len(v), flags, true, ErrRange
 	}
-	copy(dst, v)
+	n := copy(dst, v)
 	c.st.hit(stripe, flags)
-	return len(v), flags, true, nil
+	if flags&entryCold != 0 && c.opts.Publish != nil {
+		// The C hit path answers it from now on. (Called last: the chunk it
+		// leaves may be freed, and nothing here refers to it any more.)
+		c.promote(key, h)
+	}
+	return n, flags, true, nil
 }
 
 // findSlow handles a miss in memory: it reads what other processes

@@ -48,19 +48,24 @@ type index struct {
 	chunks atomic.Pointer[[][]byte]
 	mult   uint64 // odd, random: see first
 
-	// Set by publish, guarded by the owner.
-	pub      Publisher      // nil: not published, or retired
-	sh       *sharedIndex   // what C reads
-	pin      runtime.Pinner // sh and every chunk
-	addrs    []uintptr      // chunk addresses, by number; C reads &addrs[0]
-	addrsPin *runtime.Pinner
+	// Set by publish (index_shared.go), guarded by the owner.
+	pub       Publisher         // nil: not published, or retired
+	dropped   func(int64)       // told of freed chunks (Options.Memory), or nil
+	sh        *sharedIndex      // what C reads
+	shPin     runtime.Pinner    // sh
+	chunkPins []*runtime.Pinner // by chunk number; nil: not pinned, or freed
+	addrs     []uintptr         // chunk addresses, by number; C reads &addrs[0]
+	addrsPin  *runtime.Pinner
+	freed     int64 // bytes of chunks freed and not yet reported to dropped
 
 	// Writer state, guarded by the owner.
-	cs         [][]byte
-	fill       int   // bytes used in the last chunk
-	n          int   // keys
-	liveBytes  int64 // key+value bytes of current entries
-	deadBytes  int64 // arena bytes of replaced entries
+	cs         [][]byte // nil for a chunk freed (every entry in it replaced)
+	live       []int32  // entries in use, by chunk
+	cold       []bool   // by chunk: holds entries loaded from the file
+	coldLeft   int      // chunks with cold set, not yet freed
+	fill       int      // bytes used in the last chunk
+	n          int      // keys
+	liveBytes  int64    // key+value bytes of current entries
 	arenaBytes int64
 }
 
@@ -83,22 +88,23 @@ func newTable(n int) *table {
 func (t *table) first(h, mult uint64) uint64 { return (h * mult) >> t.shift }
 
 const (
-	entryHeader   = 16
-	refBits       = 40
-	refMask       = 1<<refBits - 1
-	chunkOffBits  = 22
-	maxChunk      = 1 << chunkOffBits // 4 MiB: the largest offset a ref holds
+	entryHeader  = 16
+	refBits      = 40
+	refMask      = 1<<refBits - 1
+	chunkOffBits = 22
+	maxChunk     = 1 << chunkOffBits // 4 MiB: the largest offset a ref holds
 	// Chunks double up to this size, and an entry larger than it gets a
 	// chunk of its own. The last chunk's unused part is memory the process
 	// holds (the collector hands out zeroed, so touched, pages), so it is
 	// kept small: at most 1 MiB, 10 bytes per entry at 100k entries.
-	growChunk = 1 << 20
+	growChunk     = 1 << 20
 	firstChunk    = 64 << 10
 	minTableSlots = 16
 
 	// Entry flags.
 	entryFromFile   = 1 // read from the file rather than inserted by this handle
 	entryFromSystem = 2 // from the read-only system tier, not in this handle's file
+	entryCold       = 8 // where the file load put it, not yet used (index_shared.go)
 )
 
 // indexSeed returns the multiplier's bits for a new index (a test makes it
@@ -108,7 +114,7 @@ var indexSeed = rand.Uint64
 func newIndex(sizeHint int) *index {
 	ix := &index{mult: indexSeed() | 1}
 	slots := minTableSlots
-	for slots*3 < sizeHint*4 {
+	for slots*4 < sizeHint*5 { // load at most 0.8
 		slots *= 2
 	}
 	ix.tab.Store(newTable(slots))
@@ -122,74 +128,16 @@ func (ix *index) addChunk(size int) {
 	c := make([]byte, size)
 	hugePages(c)
 	ix.cs = append(ix.cs, c)
+	ix.live = append(ix.live, 0)
+	ix.cold = append(ix.cold, false)
+	ix.chunkPins = append(ix.chunkPins, nil)
 	cs := ix.cs // a new slice header; the old one stays valid for readers
 	ix.chunks.Store(&cs)
 	ix.fill = 0
 	ix.arenaBytes += int64(size)
 	if ix.pub != nil {
-		ix.pin.Pin(&c[0])
-		ix.addAddr(uintptr(unsafe.Pointer(&c[0])))
+		ix.pinChunk(len(ix.cs) - 1)
 	}
-}
-
-// publish pins the index and builds what C reads. Writers only.
-func (ix *index) publish(p Publisher) {
-	if ix.pub != nil {
-		return
-	}
-	ix.pub = p
-	ix.sh = &sharedIndex{mult: ix.mult}
-	ix.pin.Pin(ix.sh)
-	for _, c := range ix.cs {
-		ix.pin.Pin(&c[0])
-		ix.addAddr(uintptr(unsafe.Pointer(&c[0])))
-	}
-	t := ix.tab.Load()
-	t.pin.Pin(t)
-	t.pin.Pin(&t.slots[0])
-	ix.sh.tab.Store(uintptr(unsafe.Pointer(t)))
-}
-
-// addAddr records a chunk's address for C, moving the array to a larger one
-// (and retiring the old) when it is full. The address is stored before any
-// slot refers to the chunk, so a reader that loads the array after a slot
-// finds it.
-func (ix *index) addAddr(a uintptr) {
-	if len(ix.addrs) < cap(ix.addrs) {
-		ix.addrs = ix.addrs[:len(ix.addrs)+1]
-		atomic.StoreUintptr(&ix.addrs[len(ix.addrs)-1], a)
-		return
-	}
-	grown := make([]uintptr, len(ix.addrs)+1, max(16, 2*cap(ix.addrs)))
-	copy(grown, ix.addrs)
-	grown[len(ix.addrs)] = a
-	pin := new(runtime.Pinner)
-	pin.Pin(&grown[0])
-	old := ix.addrsPin
-	ix.addrs, ix.addrsPin = grown, pin
-	ix.sh.chunks.Store(uintptr(unsafe.Pointer(&grown[0])))
-	if old != nil {
-		ix.pub.Retire(old.Unpin)
-	}
-}
-
-// retire hands everything C may read of the index to its Publisher, and
-// stops publishing: a writer that still puts into it (write.go's insert
-// racing a reload) pins nothing more. Writers only.
-func (ix *index) retire() {
-	p := ix.pub
-	if p == nil {
-		return
-	}
-	ix.pub = nil
-	t, addrs := ix.tab.Load(), ix.addrsPin
-	p.Retire(func() {
-		ix.pin.Unpin()
-		t.pin.Unpin()
-		if addrs != nil {
-			addrs.Unpin()
-		}
-	})
 }
 
 // lookup returns the chunk and offset of key's entry.
@@ -235,7 +183,9 @@ func entryFlags(c []byte, off int) uint32 {
 func (ix *index) alloc(key, value []byte, flags, used uint32) uint64 {
 	size := (entryHeader + len(key) + len(value) + 7) &^ 7
 	last := len(ix.cs) - 1
-	if ix.fill+size > len(ix.cs[last]) {
+	// A used entry never shares a chunk with cold ones (index_shared.go),
+	// so that a cold chunk is freed once its entries have all moved.
+	if ix.fill+size > len(ix.cs[last]) || (ix.cold[last] && flags&entryCold == 0) {
 		next := min(2*len(ix.cs[last]), growChunk)
 		for next < size {
 			next *= 2
@@ -251,6 +201,11 @@ func (ix *index) alloc(key, value []byte, flags, used uint32) uint64 {
 	copy(c[off+entryHeader:], key)
 	copy(c[off+entryHeader+len(key):], value)
 	ix.fill += size
+	ix.live[last]++
+	if flags&entryCold != 0 && !ix.cold[last] {
+		ix.cold[last] = true
+		ix.coldLeft++
+	}
 	return uint64(last)<<chunkOffBits | uint64(off)
 }
 
@@ -278,11 +233,11 @@ func (ix *index) put(key, value []byte, h uint64, flags, used uint32) bool {
 			return false
 		}
 		ix.liveBytes += int64(len(value) - len(old))
-		ix.deadBytes += int64((entryHeader + len(key) + len(old) + 7) &^ 7)
 		t.slots[i].Store(tag<<refBits | ix.alloc(key, value, flags, atomicLoad32(c, off+8)))
+		ix.release(ref)
 		return true
 	}
-	if (ix.n+1)*4 > len(t.slots)*3 {
+	if (ix.n+1)*5 > len(t.slots)*4 { // load at most 0.8: probes stay short (tags reject most without touching an entry)
 		t = ix.grow()
 		for i = t.first(h, ix.mult); t.slots[i].Load() != 0; i = (i + 1) & t.mask {
 		}
@@ -313,9 +268,7 @@ func (ix *index) grow() *table {
 	}
 	ix.tab.Store(t)
 	if ix.pub != nil {
-		t.pin.Pin(t)
-		t.pin.Pin(&t.slots[0])
-		ix.sh.tab.Store(uintptr(unsafe.Pointer(t)))
+		ix.publishTable(t)
 		ix.pub.Retire(old.pin.Unpin)
 	}
 	return t

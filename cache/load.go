@@ -189,7 +189,7 @@ type indexer struct {
 
 func (v *indexer) Put(scope uint64, r format.Record) {
 	if scope == v.c.scopeHash {
-		v.ix.put(r.Key, r.Value, xxhash.Sum64(r.Key), entryFromFile, 0)
+		v.ix.put(r.Key, r.Value, xxhash.Sum64(r.Key), entryFromFile|entryCold, 0)
 	}
 }
 

@@ -84,7 +84,11 @@ func (c *Cache) setIndex(ix *index) {
 	if c.opts.Publish == nil {
 		return
 	}
-	ix.publish(c.opts.Publish)
+	var dropped func(int64)
+	if c.opts.Memory != nil {
+		dropped = c.opts.Memory.Dropped
+	}
+	ix.publish(c.opts.Publish, dropped)
 	c.sh.idx.Store(uintptr(unsafe.Pointer(ix.sh)))
 	if old != nil && old != ix {
 		old.retire()
@@ -105,6 +109,14 @@ func (c *Cache) unpublish() {
 		ix.retire()
 	}
 	p.Retire(c.shPin.Unpin)
+}
+
+// promote moves key's entry to the end of the arena if it is cold
+// (index_shared.go), so that the C hit path answers it from now on.
+func (c *Cache) promote(key []byte, h uint64) {
+	c.mu.Lock()
+	c.idx.Load().promote(key, h)
+	c.mu.Unlock()
 }
 
 // sharedHits sums the hits counted outside Go.
@@ -136,5 +148,6 @@ func SharedLayout() map[string]uintptr {
 		"table.shift":  unsafe.Offsetof(t.shift),
 		"entry.header": entryHeader, "ref.bits": refBits, "chunk.offbits": chunkOffBits,
 		"flags.hits": sharedHits, "entry.system": entryFromSystem, "entry.file": entryFromFile,
+		"entry.cold": entryCold,
 	}
 }

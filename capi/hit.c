@@ -210,7 +210,8 @@ static inline void ccx_count(struct ccx_handle *hd, const struct ccx_reader *me,
 }
 
 static inline int ccx_lookup(uintptr_t token, const uint8_t *key, size_t key_len, void *value,
-                             size_t value_cap, size_t *value_len, const struct ccx_reader *me) {
+                             size_t value_cap, size_t *value_len, int serve_cold,
+                             const struct ccx_reader *me) {
     uint32_t slot = token & ((1u << CCX_SLOT_BITS) - 1);
     struct ccx_handle **b = __atomic_load_n(&ccx_blocks[slot >> CCX_BLOCK_BITS], __ATOMIC_ACQUIRE);
     if (UNLIKELY(!b)) return 0;
@@ -231,20 +232,22 @@ static inline int ccx_lookup(uintptr_t token, const uint8_t *key, size_t key_len
         uint8_t *e = chunks[ref >> CCX_CHUNK_OFF_BITS] + (ref & ((1u << CCX_CHUNK_OFF_BITS) - 1));
         uint32_t klen = rd32(e), vlen = rd32(e + 4);
         if (klen != key_len || memcmp(e + CCX_ENTRY_HEADER, key, key_len) != 0) continue;
+        uint32_t flags = rd32(e + 12);
+        if (UNLIKELY(flags & CCX_ENTRY_COLD) && !serve_cold) return 0; /* Go moves it */
         if (UNLIKELY(vlen > value_cap)) return 0; /* Go says how long: CONVCACHE_E_RANGE */
         memcpy(value, e + CCX_ENTRY_HEADER + klen, vlen);
         *value_len = vlen;
         uint32_t g = __atomic_load_n(&hd->gen, __ATOMIC_RELAXED), *used = (uint32_t *)(e + 8);
         if (__atomic_load_n(used, __ATOMIC_RELAXED) != g) __atomic_store_n(used, g, __ATOMIC_RELAXED);
-        ccx_count(hd, me, rd32(e + 12));
+        ccx_count(hd, me, flags);
         return CONVCACHE_HIT;
     }
 }
 
 int ccx_hit(uintptr_t token, const void *key, size_t key_len, void *value, size_t value_cap,
-            size_t *value_len) {
+            size_t *value_len, int serve_cold) {
     if (UNLIKELY(ccx_forked())) /* one thread, no writer: no epochs needed */
-        return ccx_lookup(token, key, key_len, value, value_cap, value_len, NULL);
+        return ccx_lookup(token, key, key_len, value, value_cap, value_len, serve_cold, NULL);
     struct ccx_reader *me = ccx_me;
     if (UNLIKELY(!me) && !(me = ccx_register())) return 0;
     __atomic_store_n(&me->active, __atomic_load_n(&ccx_epoch, __ATOMIC_ACQUIRE), __ATOMIC_RELAXED);
@@ -252,7 +255,7 @@ int ccx_hit(uintptr_t token, const void *key, size_t key_len, void *value, size_
         __atomic_thread_fence(__ATOMIC_SEQ_CST);
     else
         __atomic_signal_fence(__ATOMIC_SEQ_CST); /* the writer's membarrier orders the rest */
-    int rc = ccx_lookup(token, key, key_len, value, value_cap, value_len, me);
+    int rc = ccx_lookup(token, key, key_len, value, value_cap, value_len, serve_cold, me);
     __atomic_store_n(&me->active, 0, __ATOMIC_RELEASE);
     return rc;
 }
@@ -282,6 +285,7 @@ size_t ccx_layout(const char *n) {
     L("flags.hits", CCX_FLAG_HITS);
     L("entry.system", CCX_ENTRY_SYSTEM);
     L("entry.file", CCX_ENTRY_FILE);
+    L("entry.cold", CCX_ENTRY_COLD);
 #undef L
     return (size_t)-1;
 }

@@ -15,6 +15,7 @@
 #define CCX_FLAG_HITS 1u     /* handle flags: hits may be served here */
 #define CCX_ENTRY_FILE 1u    /* entry flags: read from the file */
 #define CCX_ENTRY_SYSTEM 2u  /* entry flags: from the system tier */
+#define CCX_ENTRY_COLD 8u    /* entry flags: not yet used (cache/index_shared.go) */
 
 struct ccx_table {
     const uint64_t *slots;
@@ -44,10 +45,12 @@ struct ccx_handle {
 
 /* Answers a hit from the handle's published index: CONVCACHE_HIT with the
  * value copied, or 0 when Go must answer (a miss here, a value longer than
- * value_cap, a handle that serves no hits here, or no handle at all). The
- * arguments are already checked. */
+ * value_cap, a handle that serves no hits here, or no handle at all). A
+ * cold entry (not yet used) is answered only with serve_cold: otherwise Go
+ * answers it, and moves it (cache/index_shared.go). The arguments are
+ * already checked. */
 int ccx_hit(uintptr_t token, const void *key, size_t key_len, void *value, size_t value_cap,
-            size_t *value_len);
+            size_t *value_len, int serve_cold);
 
 /* The handle table: token -> shared handle. */
 int ccx_handle_set(uintptr_t token, void *handle);
