@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"time"
-
-	"github.com/cespare/xxhash/v2"
 )
 
 // Find copies key's value into dst and returns its length. found is false on
@@ -20,7 +18,7 @@ func (c *Cache) Find(key, dst []byte) (n int, found bool, err error) {
 	if len(key) == 0 || len(key) > MaxKeySize {
 		return 0, false, ErrSize
 	}
-	h := xxhash.Sum64(key)
+	h := keyHash(key)
 	stripe := goroutineStripe()
 	var t0 time.Time
 	if c.vlevel > 0 {

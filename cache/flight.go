@@ -219,7 +219,7 @@ func (c *Cache) leadCluster(key, dst []byte, build BuildFunc, deadline time.Time
 // recheck looks for key in memory, then in what other processes appended,
 // without counting a miss: waiting callers poll with it.
 func (c *Cache) recheck(key, dst []byte) (int, bool, error) {
-	h := xxhash.Sum64(key)
+	h := keyHash(key)
 	if n, _, found, err := c.lookup(key, dst, h, -1); found {
 		return n, found, err
 	}

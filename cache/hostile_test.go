@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cespare/xxhash/v2"
 
 	"github.com/convcache/convcache/internal/cachefile"
 	"github.com/convcache/convcache/internal/format"
@@ -488,7 +487,7 @@ func TestHashFloodSpreads(t *testing.T) {
 			return
 		}
 		keys++
-		h := xxhash.Sum64(p.Key)
+		h := keyHash(p.Key)
 		n := 1
 		for i := tab.first(h, ix.mult); ; i = (i + 1) & tab.mask {
 			s := tab.slots[i].Load()

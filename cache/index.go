@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/cespare/xxhash/v2"
+	"github.com/zeebo/xxh3"
 )
 
 // index maps the keys of one scope to their values.
@@ -106,6 +106,12 @@ const (
 	entryFromSystem = 2 // from the read-only system tier, not in this handle's file
 	entryCold       = 8 // where the file load put it, not yet used (index_shared.go)
 )
+
+// keyHash is the hash the index places and tags keys by: XXH3-64, seed 0.
+// The C hit path computes the same (capi/hit.c; capi's tests check it). It
+// is the index's alone: what the file stores (touch frames) and the lock
+// bytes of single flight hash keys with XXH64, as the format says.
+func keyHash(key []byte) uint64 { return xxh3.Hash(key) }
 
 // indexSeed returns the multiplier's bits for a new index (a test makes it
 // fixed).
@@ -259,7 +265,7 @@ func (ix *index) grow() *table {
 			continue
 		}
 		ref := s & refMask
-		h := xxhash.Sum64(entryKey(ix.cs[ref>>chunkOffBits], int(ref&(maxChunk-1))))
+		h := keyHash(entryKey(ix.cs[ref>>chunkOffBits], int(ref&(maxChunk-1))))
 		j := t.first(h, ix.mult)
 		for t.slots[j].Load() != 0 {
 			j = (j + 1) & t.mask

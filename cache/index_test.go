@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/cespare/xxhash/v2"
 )
 
 func get(ix *index, key []byte, h uint64) ([]byte, bool) {
@@ -44,14 +43,14 @@ func TestIndexGrowReplace(t *testing.T) {
 	const n = 100000
 	for i := 0; i < n; i++ {
 		k := []byte(fmt.Sprint("key", i))
-		ix.put(k, []byte(fmt.Sprint("a", i)), xxhash.Sum64(k), 0, 0)
+		ix.put(k, []byte(fmt.Sprint("a", i)), keyHash(k), 0, 0)
 	}
 	for i := 0; i < n; i += 3 {
 		k := []byte(fmt.Sprint("key", i))
-		if !ix.put(k, []byte(fmt.Sprint("bb", i)), xxhash.Sum64(k), 0, 0) {
+		if !ix.put(k, []byte(fmt.Sprint("bb", i)), keyHash(k), 0, 0) {
 			t.Fatal("replace reported no change")
 		}
-		if ix.put(k, []byte(fmt.Sprint("bb", i)), xxhash.Sum64(k), 0, 0) {
+		if ix.put(k, []byte(fmt.Sprint("bb", i)), keyHash(k), 0, 0) {
 			t.Fatal("identical put reported a change")
 		}
 	}
@@ -64,7 +63,7 @@ func TestIndexGrowReplace(t *testing.T) {
 		if i%3 == 0 {
 			want = fmt.Sprint("bb", i)
 		}
-		if v, ok := get(ix, k, xxhash.Sum64(k)); !ok || string(v) != want {
+		if v, ok := get(ix, k, keyHash(k)); !ok || string(v) != want {
 			t.Fatalf("%s: %q %v", k, v, ok)
 		}
 	}
@@ -98,7 +97,7 @@ func TestIndexConcurrentReaders(t *testing.T) {
 			defer wg.Done()
 			for i := uint32(r); !stop.Load(); i = (i*1103515245 + 12345) % keys {
 				k := key(i)
-				v, ok := get(ix, k, xxhash.Sum64(k))
+				v, ok := get(ix, k, keyHash(k))
 				if !ok {
 					continue
 				}
@@ -112,7 +111,7 @@ func TestIndexConcurrentReaders(t *testing.T) {
 	for ver := uint32(0); ver < 3; ver++ {
 		for i := uint32(0); i < keys; i++ {
 			k := key(i)
-			ix.put(k, val(i, ver), xxhash.Sum64(k), 0, 0)
+			ix.put(k, val(i, ver), keyHash(k), 0, 0)
 		}
 	}
 	stop.Store(true)

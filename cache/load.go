@@ -8,8 +8,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cespare/xxhash/v2"
-
 	"github.com/convcache/convcache/internal/errs"
 	"github.com/convcache/convcache/internal/format"
 	"github.com/convcache/convcache/internal/safefile"
@@ -41,7 +39,7 @@ func (c *Cache) adopt(f vfs.File, final bool) error {
 	defer c.releaseScratch(size)
 	// Entries kept in memory survive the swap.
 	for k, v := range c.pending {
-		ix.put([]byte(k), v, xxhash.Sum64String(k), 0, 0)
+		ix.put([]byte(k), v, keyHash([]byte(k)), 0, 0)
 	}
 	if old := c.idx.Load(); old != nil {
 		carryMarks(old, ix, c.gen.Load())
@@ -189,7 +187,7 @@ type indexer struct {
 
 func (v *indexer) Put(scope uint64, r format.Record) {
 	if scope == v.c.scopeHash {
-		v.ix.put(r.Key, r.Value, xxhash.Sum64(r.Key), entryFromFile|entryCold, 0)
+		v.ix.put(r.Key, r.Value, keyHash(r.Key), entryFromFile|entryCold, 0)
 	}
 }
 
@@ -220,7 +218,7 @@ func carryMarks(old, ix *index, gen uint32) {
 			return
 		}
 		k := entryKey(c, off)
-		if nc, noff, ok := ix.lookup(k, xxhash.Sum64(k)); ok {
+		if nc, noff, ok := ix.lookup(k, keyHash(k)); ok {
 			atomicStore32(nc, noff+8, gen)
 		}
 	})

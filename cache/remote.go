@@ -1,7 +1,5 @@
 package cache
 
-import "github.com/cespare/xxhash/v2"
-
 // Remote is a tier that many machines share behind the local file, such as
 // Redis (package remote). The engine asks it on a local miss, writes to it
 // after a local insert, and uses its lock so that one node of a cluster
@@ -67,7 +65,7 @@ func (c *Cache) remoteGet(key, dst []byte) (int, bool, error) {
 		c.insert(key, v, false)
 	} else if !c.closed.Load() {
 		c.mu.Lock()
-		c.idx.Load().put(key, v, xxhash.Sum64(key), entryFromRemote, c.gen.Load())
+		c.idx.Load().put(key, v, keyHash(key), entryFromRemote, c.gen.Load())
 		c.mu.Unlock()
 	}
 	if len(v) > len(dst) {

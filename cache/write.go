@@ -62,7 +62,7 @@ func (c *Cache) insert(key, value []byte, toRemote bool) error {
 	if c.closed.Load() {
 		return ErrClosed
 	}
-	h := xxhash.Sum64(key)
+	h := keyHash(key)
 	c.st.inserts.Add(1)
 	if toRemote && c.opts.Remote != nil && c.mode != ModeReadOnly {
 		c.opts.Remote.Put(c.scope, key, value) // write-behind: never blocks

@@ -40,54 +40,138 @@
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 
-/* ---- XXH64 (seed 0) ----------------------------------------------------- */
+/* ---- XXH3-64 (seed 0, default secret) ---------------------------------- */
 
-#define P1 0x9E3779B185EBCA87ULL
-#define P2 0xC2B2AE3D27D4EB4FULL
-#define P3 0x165667B19E3779F9ULL
-#define P4 0x85EBCA77C2B2AE63ULL
-#define P5 0x27D4EB2F165667C5ULL
+/* The index's key hash, as the Go side's github.com/zeebo/xxh3 computes it
+ * (cache/index.go: keyHash). XXH3 rather than XXH64: a hit hashes every key
+ * it is asked, and for the 100-odd bytes of a convolution's key XXH3 does
+ * eight independent multiplies where XXH64 does a serial chain. */
 
-static inline uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+static const uint8_t kSecret[192] = {
+    0xb8, 0xfe, 0x6c, 0x39, 0x23, 0xa4, 0x4b, 0xbe, 0x7c, 0x01, 0x81, 0x2c, 0xf7, 0x21, 0xad, 0x1c,
+    0xde, 0xd4, 0x6d, 0xe9, 0x83, 0x90, 0x97, 0xdb, 0x72, 0x40, 0xa4, 0xa4, 0xb7, 0xb3, 0x67, 0x1f,
+    0xcb, 0x79, 0xe6, 0x4e, 0xcc, 0xc0, 0xe5, 0x78, 0x82, 0x5a, 0xd0, 0x7d, 0xcc, 0xff, 0x72, 0x21,
+    0xb8, 0x08, 0x46, 0x74, 0xf7, 0x43, 0x24, 0x8e, 0xe0, 0x35, 0x90, 0xe6, 0x81, 0x3a, 0x26, 0x4c,
+    0x3c, 0x28, 0x52, 0xbb, 0x91, 0xc3, 0x00, 0xcb, 0x88, 0xd0, 0x65, 0x8b, 0x1b, 0x53, 0x2e, 0xa3,
+    0x71, 0x64, 0x48, 0x97, 0xa2, 0x0d, 0xf9, 0x4e, 0x38, 0x19, 0xef, 0x46, 0xa9, 0xde, 0xac, 0xd8,
+    0xa8, 0xfa, 0x76, 0x3f, 0xe3, 0x9c, 0x34, 0x3f, 0xf9, 0xdc, 0xbb, 0xc7, 0xc7, 0x0b, 0x4f, 0x1d,
+    0x8a, 0x51, 0xe0, 0x4b, 0xcd, 0xb4, 0x59, 0x31, 0xc8, 0x9f, 0x7e, 0xc9, 0xd9, 0x78, 0x73, 0x64,
+    0xea, 0xc5, 0xac, 0x83, 0x34, 0xd3, 0xeb, 0xc3, 0xc5, 0x81, 0xa0, 0xff, 0xfa, 0x13, 0x63, 0xeb,
+    0x17, 0x0d, 0xdd, 0x51, 0xb7, 0xf0, 0xda, 0x49, 0xd3, 0x16, 0x55, 0x26, 0x29, 0xd4, 0x68, 0x9e,
+    0x2b, 0x16, 0xbe, 0x58, 0x7d, 0x47, 0xa1, 0xfc, 0x8f, 0xf8, 0xb8, 0xd1, 0x7a, 0xd0, 0x31, 0xce,
+    0x45, 0xcb, 0x3a, 0x8f, 0x95, 0x16, 0x04, 0x28, 0xaf, 0xd7, 0xfb, 0xca, 0xbb, 0x4b, 0x40, 0x7e,
+};
+
+#define P32_1 0x9E3779B1ULL
+#define P32_2 0x85EBCA77ULL
+#define P32_3 0xC2B2AE3DULL
+#define P64_1 0x9E3779B185EBCA87ULL
+#define P64_2 0xC2B2AE3D27D4EB4FULL
+#define P64_3 0x165667B19E3779F9ULL
+#define P64_4 0x85EBCA77C2B2AE63ULL
+#define P64_5 0x27D4EB2F165667C5ULL
+
 static inline uint64_t rd64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
 static inline uint32_t rd32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
-static inline uint64_t xround(uint64_t acc, uint64_t in) { return rotl(acc + in * P2, 31) * P1; }
-static inline uint64_t xmerge(uint64_t h, uint64_t v) { return (h ^ xround(0, v)) * P1 + P4; }
+static inline uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
 
-uint64_t ccx_xxh64(const void *data, size_t len) {
-    const uint8_t *p = data, *end = p + len;
-    uint64_t h;
-    if (len >= 32) {
-        uint64_t v1 = P1 + P2, v2 = P2, v3 = 0, v4 = -P1;
-        const uint8_t *limit = end - 32;
-        do {
-            v1 = xround(v1, rd64(p));
-            v2 = xround(v2, rd64(p + 8));
-            v3 = xround(v3, rd64(p + 16));
-            v4 = xround(v4, rd64(p + 24));
-            p += 32;
-        } while (p <= limit);
-        h = rotl(v1, 1) + rotl(v2, 7) + rotl(v3, 12) + rotl(v4, 18);
-        h = xmerge(h, v1);
-        h = xmerge(h, v2);
-        h = xmerge(h, v3);
-        h = xmerge(h, v4);
-    } else {
-        h = P5;
+static inline uint64_t fold(uint64_t a, uint64_t b) {
+    __uint128_t m = (__uint128_t)a * b;
+    return (uint64_t)m ^ (uint64_t)(m >> 64);
+}
+
+static inline uint64_t mix16(const uint8_t *p, const uint8_t *s) {
+    return fold(rd64(p) ^ rd64(s), rd64(p + 8) ^ rd64(s + 8));
+}
+
+static inline uint64_t avalanche3(uint64_t h) {
+    h ^= h >> 37;
+    h *= 0x165667919E3779F9ULL;
+    return h ^ (h >> 32);
+}
+
+static uint64_t xxh3_small(const uint8_t *p, size_t len) {
+    if (len > 8) {
+        uint64_t lo = rd64(p) ^ (rd64(kSecret + 24) ^ rd64(kSecret + 32));
+        uint64_t hi = rd64(p + len - 8) ^ (rd64(kSecret + 40) ^ rd64(kSecret + 48));
+        return avalanche3(len + __builtin_bswap64(lo) + hi + fold(lo, hi));
     }
-    h += (uint64_t)len;
-    for (; p + 8 <= end; p += 8) h = rotl(h ^ xround(0, rd64(p)), 27) * P1 + P4;
-    if (p + 4 <= end) {
-        h = rotl(h ^ ((uint64_t)rd32(p) * P1), 23) * P2 + P3;
-        p += 4;
+    if (len >= 4) {
+        uint64_t in = rd32(p + len - 4) + ((uint64_t)rd32(p) << 32);
+        uint64_t h = in ^ (rd64(kSecret + 8) ^ rd64(kSecret + 16));
+        h ^= rotl(h, 49) ^ rotl(h, 24);
+        h *= 0x9FB21C651E98DF25ULL;
+        h ^= (h >> 35) + len;
+        h *= 0x9FB21C651E98DF25ULL;
+        return h ^ (h >> 28);
     }
-    for (; p < end; p++) h = rotl(h ^ (*p * P5), 11) * P1;
+    if (len == 0) return 0x2D06800538D394C2ULL;
+    uint32_t c1 = p[0], c2 = p[len >> 1], c3 = p[len - 1];
+    uint64_t h = ((c1 << 16) | (c2 << 24) | c3 | ((uint32_t)len << 8)) ^ (uint64_t)(rd32(kSecret) ^ rd32(kSecret + 4));
     h ^= h >> 33;
-    h *= P2;
+    h *= P64_2;
     h ^= h >> 29;
-    h *= P3;
-    h ^= h >> 32;
-    return h;
+    h *= P64_3;
+    return h ^ (h >> 32);
+}
+
+static void xxh3_stripe(uint64_t acc[8], const uint8_t *p, const uint8_t *s) {
+    for (int i = 0; i < 8; i++) {
+        uint64_t v = rd64(p + 8 * i), k = v ^ rd64(s + 8 * i);
+        acc[i ^ 1] += v;
+        acc[i] += (k & 0xFFFFFFFFULL) * (k >> 32);
+    }
+}
+
+static uint64_t xxh3_long(const uint8_t *p, size_t len) {
+    uint64_t acc[8] = {P32_3, P64_1, P64_2, P64_3, P64_4, P32_2, P64_5, P32_1};
+    const size_t stripes = (sizeof kSecret - 64) / 8, block = 64 * stripes;
+    size_t blocks = (len - 1) / block;
+    for (size_t b = 0; b < blocks; b++) {
+        for (size_t s = 0; s < stripes; s++) xxh3_stripe(acc, p + b * block + s * 64, kSecret + s * 8);
+        for (int i = 0; i < 8; i++) {
+            acc[i] ^= acc[i] >> 47;
+            acc[i] ^= rd64(kSecret + sizeof kSecret - 64 + 8 * i);
+            acc[i] *= P32_1;
+        }
+    }
+    size_t last = ((len - 1) - block * blocks) / 64;
+    for (size_t s = 0; s < last; s++) xxh3_stripe(acc, p + blocks * block + s * 64, kSecret + s * 8);
+    xxh3_stripe(acc, p + len - 64, kSecret + sizeof kSecret - 64 - 7);
+    uint64_t h = len * P64_1;
+    for (int i = 0; i < 4; i++) h += fold(acc[2 * i] ^ rd64(kSecret + 11 + 16 * i), acc[2 * i + 1] ^ rd64(kSecret + 19 + 16 * i));
+    return avalanche3(h);
+}
+
+uint64_t ccx_hash(const void *data, size_t len) {
+    const uint8_t *p = data;
+    if (len <= 16) return xxh3_small(p, len);
+    uint64_t h = len * P64_1;
+    if (len <= 128) {
+        if (len > 32) {
+            if (len > 64) {
+                if (len > 96) {
+                    h += mix16(p + 48, kSecret + 96);
+                    h += mix16(p + len - 64, kSecret + 112);
+                }
+                h += mix16(p + 32, kSecret + 64);
+                h += mix16(p + len - 48, kSecret + 80);
+            }
+            h += mix16(p + 16, kSecret + 32);
+            h += mix16(p + len - 32, kSecret + 48);
+        }
+        h += mix16(p, kSecret);
+        h += mix16(p + len - 16, kSecret + 16);
+        return avalanche3(h);
+    }
+    if (len <= 240) {
+        for (size_t i = 0; i < 8; i++) h += mix16(p + 16 * i, kSecret + 16 * i);
+        h = avalanche3(h);
+        for (size_t i = 8; i < len / 16; i++) h += mix16(p + 16 * i, kSecret + 16 * (i - 8) + 3);
+        h += mix16(p + len - 16, kSecret + 136 - 17);
+        return avalanche3(h);
+    }
+    return xxh3_long(p, len);
 }
 
 /* ---- readers and epochs ------------------------------------------------- */
@@ -220,7 +304,7 @@ static inline int ccx_lookup(uintptr_t token, const uint8_t *key, size_t key_len
     if (UNLIKELY(!(__atomic_load_n(&hd->flags, __ATOMIC_RELAXED) & CCX_FLAG_HITS))) return 0;
     const struct ccx_index *ix = __atomic_load_n(&hd->idx, __ATOMIC_ACQUIRE);
     if (UNLIKELY(!ix)) return 0;
-    uint64_t h = ccx_xxh64(key, key_len);
+    uint64_t h = ccx_hash(key, key_len);
     const struct ccx_table *t = __atomic_load_n(&ix->tab, __ATOMIC_ACQUIRE);
     uint64_t tag = h >> CCX_REF_BITS, mask = t->mask;
     for (uint64_t i = (h * ix->mult) >> t->shift;; i = (i + 1) & mask) {

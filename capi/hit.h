@@ -65,7 +65,8 @@ uint64_t ccx_safe_epoch(void);
 /* Layout facts for the tests (capi/layout.go). */
 size_t ccx_layout(const char *name);
 
-/* XXH64 with seed 0, as the Go side's github.com/cespare/xxhash. */
-uint64_t ccx_xxh64(const void *p, size_t len);
+/* The index's key hash: XXH3-64 with seed 0, as the Go side's
+ * github.com/zeebo/xxh3 (cache/index.go: keyHash). */
+uint64_t ccx_hash(const void *p, size_t len);
 
 #endif

@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/cespare/xxhash/v2"
+	"github.com/zeebo/xxh3"
 
 	"github.com/convcache/convcache/cache"
 )
@@ -23,16 +23,17 @@ func TestSharedLayoutAgrees(t *testing.T) {
 }
 
 // A key's slot is chosen from its hash: C must hash exactly as Go does, at
-// every length around the algorithm's 4-, 8- and 32-byte steps.
-func TestXXH64Agrees(t *testing.T) {
+// every length of every path of the algorithm (0-16, 17-128, 129-240, and
+// the long one, over several 1 KiB blocks) up to the longest key.
+func TestKeyHashAgrees(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	for n := 0; n <= 300; n++ {
-		for rep := 0; rep < 4; rep++ {
+	for n := 0; n <= cache.MaxKeySize; n++ {
+		for rep := 0; rep < 2; rep++ {
 			b := make([]byte, n)
 			for i := range b {
 				b[i] = byte(r.Uint32())
 			}
-			if got, want := xxh64(b), xxhash.Sum64(b); got != want {
+			if got, want := keyHash(b), xxh3.Hash(b); got != want {
 				t.Fatalf("length %d: C %x, Go %x", n, got, want)
 			}
 		}

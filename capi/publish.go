@@ -91,10 +91,10 @@ func sharedLayout(name string) uintptr {
 	return uintptr(C.ccx_layout(cs))
 }
 
-// xxh64 is hit.c's hash (for tests: it must be the Go side's).
-func xxh64(b []byte) uint64 {
+// keyHash is hit.c's key hash (for tests: it must be the Go side's).
+func keyHash(b []byte) uint64 {
 	if len(b) == 0 {
-		return uint64(C.ccx_xxh64(nil, 0))
+		return uint64(C.ccx_hash(nil, 0))
 	}
-	return uint64(C.ccx_xxh64(unsafe.Pointer(&b[0]), C.size_t(len(b))))
+	return uint64(C.ccx_hash(unsafe.Pointer(&b[0]), C.size_t(len(b))))
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/zeebo/xxh3"
 )
 
 // Class is one kind of hostile file.
@@ -53,7 +54,7 @@ func Classes() []Class {
 		{"max-kv", "puts and chunks with 4 KiB keys and 1 MiB values, and some one byte over each limit", 4 << 20, maxKV},
 		{"zstd-odd", "chunks with no content size, lying sizes, skippable and concatenated frames, huge windows, dictionaries", 256 << 10, zstdOdd},
 		{"varint-garbage", "uncompressed chunks and puts whose lengths are huge or overlong varints", 64 << 10, varintGarbage},
-		{"hash-flood", "keys whose hashes share their low 12 bits", 128 << 10, hashFlood},
+		{"hash-flood", "keys whose index hashes (XXH3) share their low 12 bits", 128 << 10, hashFlood},
 		{"scope-mislabel", "another scope's entries under the reader's scope name (a name that does not hash to its scope)", 0, scopeMislabel},
 	}
 }
@@ -394,7 +395,7 @@ func hashFlood(size int, scope string) []byte {
 	k := make([]byte, 16)
 	for i := uint64(0); len(b) < size; i++ {
 		binary.LittleEndian.PutUint64(k, i)
-		if xxhash.Sum64(k)&mask == 0 {
+		if xxh3.Hash(k)&mask == 0 { // the index's key hash (cache/index.go)
 			b = Put(b, h, k, nil)
 		}
 	}
