@@ -1,7 +1,7 @@
 # The core library's C tests: each tests/test_*.c is a program linked
 # against build/libconvcache.so and run by `make test`.
 
-CORE_TESTS := test_api test_args test_threads test_procs test_kill test_fork test_flight test_stall test_modes \
+CORE_TESTS := test_api test_args test_threads test_procs test_kill test_fork test_flight test_stall test_modes test_hits \
               test_secure
 CORE_TEST_BINS := $(addprefix $(BUILD)/tests/,$(CORE_TESTS))
 
