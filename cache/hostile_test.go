@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/convcache/convcache/internal/cachefile"
 	"github.com/convcache/convcache/internal/format"
 	"github.com/convcache/convcache/internal/hostile"

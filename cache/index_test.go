@@ -7,7 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-
 )
 
 func get(ix *index, key []byte, h uint64) ([]byte, bool) {

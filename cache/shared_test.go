@@ -57,8 +57,12 @@ func (m *testMemory) Dropped(n int64) {
 	m.mu.Unlock()
 }
 
-func sharedKey(i int) []byte { return []byte(fmt.Sprintf("shared-key-%06d-%s", i, bytes.Repeat([]byte{'p'}, 90))) }
-func sharedVal(i int) []byte { return []byte(fmt.Sprintf("value-%d-%s", i, bytes.Repeat([]byte{'v'}, i%40))) }
+func sharedKey(i int) []byte {
+	return []byte(fmt.Sprintf("shared-key-%06d-%s", i, bytes.Repeat([]byte{'p'}, 90)))
+}
+func sharedVal(i int) []byte {
+	return []byte(fmt.Sprintf("value-%d-%s", i, bytes.Repeat([]byte{'v'}, i%40)))
+}
 
 // fillShared writes n entries to a new file and returns its path.
 func fillShared(t *testing.T, n int) string {
