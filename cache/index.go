@@ -81,6 +81,9 @@ type table struct {
 func newTable(n int) *table {
 	t := &table{slots: make([]atomic.Uint64, n), mask: uint64(n - 1), shift: uint64(64 - bits.Len(uint(n-1)))}
 	t.base = uintptr(unsafe.Pointer(&t.slots[0]))
+	// Every find reads one slot at random: with 4 KiB pages, most are TLB
+	// misses once the table outgrows the TLB's reach (a few MiB).
+	hugePages(unsafe.Slice((*byte)(unsafe.Pointer(&t.slots[0])), 8*n))
 	return t
 }
 

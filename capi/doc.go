@@ -8,10 +8,22 @@
 // convcache_* out of the library's dynamic symbol table, the Go runtime's
 // included.
 //
+// A hit never enters Go. hit.c answers it in C from the index the engine
+// publishes (cache/shared.go): pinned Go memory that C reads with the same
+// ordering as Go's lock-free readers, found through a table of handle slots
+// that hit.c keeps. What the engine replaces is retired through publish.go
+// and freed by hit.c's epochs once no C reader can hold it: readers mark
+// their epoch with plain stores, and the writer pays for the ordering with
+// membarrier(2). A miss, an entry not yet used since the load (which Go then
+// moves; cache/index_shared.go), and every other call enter Go through the
+// ccgo_* exports.
+//
 // Handles are opaque tokens, a slot number and a generation, never pointers:
 // a closed, stale or garbage handle is rejected with CONVCACHE_E_HANDLE
-// instead of being dereferenced. No Go pointer is handed to C, nothing
-// panics across the boundary (each export recovers and returns
+// instead of being dereferenced (the C hit path checks the whole token
+// against the shared handle it finds, and otherwise leaves the call to Go).
+// No Go pointer is handed to C but the pinned ones above, nothing panics
+// across the boundary (each export recovers and returns
 // CONVCACHE_E_INTERNAL), and errors are described in a per-thread buffer
 // that convcache_last_error returns.
 //

@@ -190,7 +190,7 @@ private:
 
 /* Key policies say which device a key belongs to (to pick its scope in
  * DeviceCaches) and normalise the key before it is stored in the file. The
- * in-process front map keeps the caller's key unchanged. */
+ * local map keeps the caller's key unchanged. */
 
 /* Every key as it is, all on device 0. */
 template <class Params>

@@ -1,6 +1,6 @@
 /*
  * convcache_hash.hpp - hash_bytes, the hash of the C++ drop-ins' in-process
- * maps (BenchmarkCache's front map, convcache_v8.hpp's plan map), C++17.
+ * maps (BenchmarkCache's local map, convcache_v8.hpp's plan map), C++17.
  * Part of the C++ interface: convcache.hpp includes it. Needs nothing else.
  */
 #ifndef CONVCACHE_HASH_HPP
