@@ -52,7 +52,7 @@ prereq_goals := $(or $(MAKECMDGOALS),all)
 prereq_sets := $(if $(filter-out clean fmt,$(prereq_goals)),build) \
   $(if $(filter %test test-% torture%,$(prereq_goals)),cxx test) \
   $(if $(filter bench bench-%,$(prereq_goals)),cxx bench) \
-  $(if $(filter demo cxx-bench,$(prereq_goals)),cxx)
+  $(if $(filter demo,$(prereq_goals)),cxx)
 ifneq ($(strip $(prereq_sets)),)
 ifneq ($(shell sh tests/infra/prereqs.sh $(sort $(prereq_sets)) >&2 && echo ok),ok)
 $(error missing prerequisites: see above)

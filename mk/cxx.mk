@@ -4,7 +4,6 @@
 #
 #   make test       runs cxx-test, examples-test and package-test among the rest
 #   make demo       the demo, twice against the default cache file
-#   make cxx-bench  the front map beside PyTorch's map (a measurement, not a test)
 
 CXX_DIR := $(BUILD)/cxx
 EX_DIR  := $(BUILD)/examples
@@ -22,10 +21,6 @@ CXX_TEST_BINS := $(CXX_DIR)/test_hpp $(CXX_DIR)/test_benchmark $(CXX_DIR)/test_d
 EXAMPLE_BINS  := $(EX_DIR)/pytorch_conv $(EX_DIR)/openvino_executor $(EX_DIR)/c_dynamic $(EX_DIR)/demo
 
 $(CXX_DIR)/test_hpp $(CXX_DIR)/test_benchmark: $(CXX_DIR)/%: tests/cpp/%.cpp $(CXX_TEST_HDRS) $(LIB)
-	@mkdir -p $(@D)
-	$(CXX) $(CXXFLAGS) -o $@ $< $(LINK_CC)
-
-$(CXX_DIR)/bench_front: tests/cpp/bench_front.cpp $(CXX_TEST_HDRS) $(LIB)
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) -o $@ $< $(LINK_CC)
 
@@ -62,7 +57,7 @@ $(EX_DIR)/demo: examples/demo/demo.cpp examples/demo/kernels.hpp examples/demo/n
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) -o $@ $< $(LINK_CC) -ldl
 
-.PHONY: cxx-test examples-test package-test cmake-test cxx-bench
+.PHONY: cxx-test examples-test package-test cmake-test
 
 # Each recipe runs in a fresh temporary directory, $$tmp, removed when the
 # recipe ends, whether it passed, failed or was interrupted.
@@ -113,9 +108,6 @@ examples-test: $(EXAMPLE_BINS) $(LIB) $(STANDINS)
 	  || { cat $$tmp/out >&2; echo "demo: run 1 did not use cuDNN's find" >&2; exit 1; }; \
 	last $$e $$g $(EX_DIR)/demo --quick --run 2 --compare $$tmp/gpu1.txt; \
 	grep -q "cuDNN's find ran 0 times" $$tmp/out || { cat $$tmp/out >&2; echo "demo: run 2 called cuDNN's find" >&2; exit 1; }
-
-cxx-bench: $(CXX_DIR)/bench_front
-	$(CXX_DIR)/bench_front
 
 TEST_TARGETS += cxx-test examples-test package-test cmake-test
 
