@@ -375,8 +375,8 @@ static int run(int argc, char **argv) {
     if (from_cache && !gpu)
         std::printf("run %d: the benchmarks the cache made unnecessary took %s when they were measured\n", run_no,
                     fmt_time(skipped).c_str());
-    std::printf("library: %llu lookups reached it (the rest were answered by the in-process front map): "
-                "%llu hits (%llu from the file), %llu misses; %llu entries in this scope, file %.1f KiB\n",
+    std::printf("library: %llu lookups: %llu hits (%llu from the file), %llu misses; %llu entries in this scope, "
+                "file %.1f KiB\n",
                 static_cast<unsigned long long>(st.hits + st.misses), static_cast<unsigned long long>(st.hits),
                 static_cast<unsigned long long>(st.hits_file), static_cast<unsigned long long>(st.misses),
                 static_cast<unsigned long long>(st.entries), static_cast<double>(st.file_bytes) / 1024.0);

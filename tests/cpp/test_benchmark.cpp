@@ -61,7 +61,7 @@ static void test_find_insert_write_through() {
     FwdCache bwd(cache, "bwd_data");
     CHECK(!bwd.find(k, &out));
 
-    // A fresh BenchmarkCache (an empty front map) finds it through the library.
+    // A fresh handle and BenchmarkCache find it through the library (the file).
     cc::Cache fresh(p.c_str(), "scope-a");
     FwdCache fwd2(fresh, "fwd");
     uint64_t before = library_hits(fresh);

@@ -37,7 +37,7 @@ int main(int argc, char **argv) {
             CHECK_THROWS(cache.stats(), cc::unavailable_error);
         }
     }
-    // A fresh front map: the entries come back from the file only if the
+    // A fresh handle: the entries come back from the file only if the
     // library is there.
     cc::Cache cache(p.c_str(), "d");
     cc::BenchmarkCache<Params, Perf> fwd(cache, "fwd");
