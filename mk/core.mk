@@ -2,7 +2,7 @@
 # against build/libconvcache.so and run by `make test`.
 
 CORE_TESTS := test_api test_args test_threads test_procs test_kill test_fork test_flight test_stall test_modes test_hits \
-              test_secure
+              test_secure test_hammer
 CORE_TEST_BINS := $(addprefix $(BUILD)/tests/,$(CORE_TESTS))
 
 $(BUILD)/tests/%: tests/%.c tests/check.h tests/tmpdir.h $(LIB) $(BUILD)/include/.stamp
