@@ -177,10 +177,28 @@ static const char *check_value(uint32_t key, const unsigned char *got, size_t n)
     return NULL;
 }
 
-/* ---- Failing: kill the writers first, so none outlives the directory ---- */
+/* ---- Failing cleanly --------------------------------------------------- *
+ * exit() removes the directory (tmpdir.h): before that, the writers are
+ * killed and this process's other threads parked, so that nothing creates a
+ * file in it (a lock file, a compaction's new file) while it is removed. */
 
 static _Atomic pid_t writer_pids[WRITERS];
 static pthread_mutex_t fail_mu = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int failing;      /* set by fail(): readers and maintenance park */
+static atomic_int busy_threads; /* readers and maintenance, started and not parked */
+static __thread int busy;       /* the calling thread is counted in busy_threads */
+
+static void not_busy(void) {
+    if (busy) atomic_fetch_sub(&busy_threads, 1);
+    busy = 0;
+}
+
+/* Readers and the maintenance thread call this before each library call. */
+static void park_if_failing(void) {
+    if (!atomic_load(&failing)) return;
+    not_busy();
+    for (;;) pause(); /* until fail()'s exit */
+}
 
 static void kill_writers(void) {
     for (int w = 0; w < WRITERS; w++) {
@@ -193,14 +211,19 @@ static void kill_writers(void) {
 }
 
 __attribute__((format(printf, 1, 2), noreturn)) static void fail(const char *fmt, ...) {
-    pthread_mutex_lock(&fail_mu); /* one report; other failing threads wait here until exit */
+    not_busy();
+    pthread_mutex_lock(&fail_mu); /* one report; a second failing thread waits here until exit */
+    atomic_store(&failing, 1);
     va_list ap;
     va_start(ap, fmt);
     fprintf(stderr, "test_hammer: FAIL: ");
     vfprintf(stderr, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "\n  last_error: %s\n", convcache_last_error());
+    fputc('\n', stderr);
     kill_writers();
+    /* Every call the others may be in returns soon: finds never wait, and no
+     * writer is left to hold the file lock. */
+    while (atomic_load(&busy_threads) > 0) sched_yield();
     exit(1);
 }
 
@@ -315,6 +338,7 @@ static void read_pass(reader *r, convcache *h, uint32_t *order, uint32_t *seed, 
         /* One find in 16 gets a buffer that most values do not fit. */
         size_t cap = i % 16 == 15 ? SMALL_CAP : VAL_CAP, n = 0;
         memset(buf, 0xEE, cap + CANARY);
+        park_if_failing();
         int rc = convcache_find(h, keys[key].b, keys[key].len, buf, cap, &n);
         for (size_t j = rc == CONVCACHE_E_RANGE ? 0 : cap; j < cap + CANARY; j++)
             if (buf[j] != 0xEE)
@@ -339,7 +363,7 @@ static void read_pass(reader *r, convcache *h, uint32_t *order, uint32_t *seed, 
                                       : "a reader of this process had found it");
             r->misses++;
         } else {
-            fail("reader %d: convcache_find of key %u returned %d (%s)", r->id, key, rc, convcache_strerror(rc));
+            fail("reader %d: convcache_find of key %u returned %d: %s", r->id, key, rc, convcache_last_error());
         }
     }
     r->passes++;
@@ -347,6 +371,7 @@ static void read_pass(reader *r, convcache *h, uint32_t *order, uint32_t *seed, 
 
 static void *reader_main(void *arg) {
     reader *r = arg;
+    busy = 1; /* counted by main before the thread was created */
     static __thread uint32_t order[ALL_KEYS];
     for (uint32_t i = 0; i < ALL_KEYS; i++) order[i] = i;
     uint32_t seed = mix((uint32_t)r->id, 99) | 1;
@@ -357,15 +382,18 @@ static void *reader_main(void *arg) {
         if (r->id == READERS - 1) {
             /* A handle of its own, opened and closed while the others read. */
             convcache *h;
+            park_if_failing();
             int rc = convcache_open(cache_path, SCOPE, &h);
-            if (rc != CONVCACHE_OK) fail("reader %d: convcache_open returned %d", r->id, rc);
+            if (rc != CONVCACHE_OK) fail("reader %d: convcache_open returned %d: %s", r->id, rc, convcache_last_error());
             read_pass(r, h, order, &seed, done);
+            park_if_failing();
             convcache_close(h);
             r->reopens++;
         } else {
             read_pass(r, r->id < 4 ? shared_a : shared_b, order, &seed, done);
         }
     }
+    not_busy();
     return NULL;
 }
 
@@ -373,14 +401,19 @@ static void *reader_main(void *arg) {
  * compacts when the journal calls for it) while the readers hit. */
 static void *maintain(void *arg) {
     uint64_t *rounds = arg;
+    busy = 1;
     while (!atomic_load(&writers_done)) {
         int rc;
-        if ((rc = convcache_load(shared_a)) != CONVCACHE_OK) fail("load A returned %d", rc);
-        if ((rc = convcache_load(shared_b)) != CONVCACHE_OK) fail("load B returned %d", rc);
-        if (++*rounds % 8 == 0 && (rc = convcache_save(shared_a)) != CONVCACHE_OK) fail("save A returned %d", rc);
+        park_if_failing();
+        if ((rc = convcache_load(shared_a)) != CONVCACHE_OK) fail("load A returned %d: %s", rc, convcache_last_error());
+        park_if_failing();
+        if ((rc = convcache_load(shared_b)) != CONVCACHE_OK) fail("load B returned %d: %s", rc, convcache_last_error());
+        park_if_failing();
+        if (++*rounds % 8 == 0 && (rc = convcache_save(shared_a)) != CONVCACHE_OK) fail("save A returned %d: %s", rc, convcache_last_error());
         /* Pacing only (a save fsyncs): nothing waits for this thread. */
         nanosleep(&(struct timespec){.tv_nsec = 2 * 1000 * 1000}, NULL);
     }
+    not_busy();
     return NULL;
 }
 
@@ -392,10 +425,10 @@ static void expect_final(convcache *h, const char *what) {
         size_t n = 0;
         int rc = convcache_find(h, keys[key].b, keys[key].len, buf, sizeof buf, &n);
         if (key >= KEYS) {
-            if (rc != 0) fail("%s: ghost key %u: find returned %d, want a miss", what, key, rc);
+            if (rc != 0) fail("%s: ghost key %u: find returned %d, want a miss: %s", what, key, rc, convcache_last_error());
             continue;
         }
-        if (rc != CONVCACHE_HIT) fail("%s: key %u: find returned %d, want a hit", what, key, rc);
+        if (rc != CONVCACHE_HIT) fail("%s: key %u: find returned %d, want a hit: %s", what, key, rc, convcache_last_error());
         size_t wn = make_value(key, final_version(key), want);
             if (n != wn || memcmp(buf, want, wn) != 0) {
             const char *bad = check_value(key, buf, n);
@@ -423,16 +456,16 @@ int main(int argc, char **argv) {
     double t0 = now_sec();
 
     int rc;
-    if ((rc = convcache_open(cache_path, SCOPE, &shared_a)) != CONVCACHE_OK) fail("open A returned %d", rc);
+    if ((rc = convcache_open(cache_path, SCOPE, &shared_a)) != CONVCACHE_OK) fail("open A returned %d: %s", rc, convcache_last_error());
     unsigned char val[VAL_LEN_MAX];
     for (uint32_t key = 0; key < KEYS; key++)
         if (preinserted(key)) {
             size_t vn = make_value(key, 0, val);
             if ((rc = convcache_insert(shared_a, keys[key].b, keys[key].len, val, vn)) != CONVCACHE_OK)
-                fail("insert of key %u returned %d", key, rc);
+                fail("insert of key %u returned %d: %s", key, rc, convcache_last_error());
         }
-    if ((rc = convcache_save(shared_a)) != CONVCACHE_OK) fail("save A returned %d", rc);
-    if ((rc = convcache_open(cache_path, SCOPE, &shared_b)) != CONVCACHE_OK) fail("open B returned %d", rc);
+    if ((rc = convcache_save(shared_a)) != CONVCACHE_OK) fail("save A returned %d: %s", rc, convcache_last_error());
+    if ((rc = convcache_open(cache_path, SCOPE, &shared_b)) != CONVCACHE_OK) fail("open B returned %d: %s", rc, convcache_last_error());
 
     int gate[2], report[2];
     if (pipe(gate) != 0 || pipe(report) != 0) fail("pipe: %s", strerror(errno));
@@ -443,11 +476,19 @@ int main(int argc, char **argv) {
     static reader readers[READERS];
     for (int i = 0; i < READERS; i++) {
         readers[i].id = i;
-        if (pthread_create(&readers[i].thread, NULL, reader_main, &readers[i]) != 0) fail("pthread_create");
+        atomic_fetch_add(&busy_threads, 1);
+        if (pthread_create(&readers[i].thread, NULL, reader_main, &readers[i]) != 0) {
+            atomic_fetch_sub(&busy_threads, 1);
+            fail("pthread_create");
+        }
     }
     pthread_t maint;
     uint64_t maint_rounds = 0;
-    if (pthread_create(&maint, NULL, maintain, &maint_rounds) != 0) fail("pthread_create");
+    atomic_fetch_add(&busy_threads, 1);
+    if (pthread_create(&maint, NULL, maintain, &maint_rounds) != 0) {
+        atomic_fetch_sub(&busy_threads, 1);
+        fail("pthread_create");
+    }
     close(gate[1]); /* the writers start now */
 
     for (int w = 0; w < WRITERS; w++) {
@@ -480,17 +521,17 @@ int main(int argc, char **argv) {
     if (reports != WRITERS) fail("%d writer reports, want %d", reports, WRITERS);
 
     struct convcache_stats st = {.struct_size = sizeof st};
-    if ((rc = convcache_stats(shared_a, &st)) != CONVCACHE_OK) fail("stats A returned %d", rc);
+    if ((rc = convcache_stats(shared_a, &st)) != CONVCACHE_OK) fail("stats A returned %d: %s", rc, convcache_last_error());
     if (st.hits == 0) fail("handle A counted no hits");
     if (sum.compactions == 0) fail("no writer compacted: the file was never replaced under the readers");
 
     /* The end state, through a fresh handle and through A and B after a load. */
     convcache *fresh;
-    if ((rc = convcache_open(cache_path, SCOPE, &fresh)) != CONVCACHE_OK) fail("open returned %d", rc);
+    if ((rc = convcache_open(cache_path, SCOPE, &fresh)) != CONVCACHE_OK) fail("open returned %d: %s", rc, convcache_last_error());
     expect_final(fresh, "fresh handle");
     convcache_close(fresh);
-    if ((rc = convcache_load(shared_a)) != CONVCACHE_OK) fail("load A returned %d", rc);
-    if ((rc = convcache_load(shared_b)) != CONVCACHE_OK) fail("load B returned %d", rc);
+    if ((rc = convcache_load(shared_a)) != CONVCACHE_OK) fail("load A returned %d: %s", rc, convcache_last_error());
+    if ((rc = convcache_load(shared_b)) != CONVCACHE_OK) fail("load B returned %d: %s", rc, convcache_last_error());
     expect_final(shared_a, "handle A");
     expect_final(shared_b, "handle B");
     convcache_close(shared_a);
