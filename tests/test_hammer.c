@@ -1,34 +1,38 @@
-/* Hits under fire: 8 reader threads find every key, in random order, for as
- * long as 4 writer processes insert, re-insert with new values, save, load
- * and compact the same file (CONVCACHE_COMPACT_JOURNAL at its minimum, so the
- * file is replaced under the readers again and again). Every hit is checked
- * byte for byte: a value must be one that some process inserted for that key
- * (its key id, a version that was inserted for it, the exact length and
- * bytes): never garbage, never another key's value. Misses are allowed only
- * where a miss can be right.
+/* Hits under fire (issue 17): 8 reader threads find every key, in random
+ * order, for as long as 4 writer processes insert, re-insert with new values,
+ * save, load and compact the same file (CONVCACHE_COMPACT_JOURNAL at its
+ * minimum: the file is replaced under the readers about 20 times). Every hit
+ * is checked byte for byte: the value must be one that some process inserted
+ * for that key (its key id, a version inserted for it, the exact length and
+ * bytes): never garbage, never another key's value, never torn. One find in
+ * 16 gets a buffer too small for most values: CONVCACHE_E_RANGE must then give
+ * the length of a version inserted for the key and write nothing. No find may
+ * write past value_cap. Written against the public API only, so it holds the
+ * hit path to the same bar whether Go or C answers it.
  *
  * Keys: KEYS distinct keys of 1 to 300 bytes (a quarter of them PyTorch's
  * 104-byte ConvolutionParams shape), plus GHOSTS keys nobody inserts: a find
- * of one always misses, and so reads the file's new tail and republishes the
- * index while the other threads hit. Values: 8 to 200 bytes, a function of
- * (key, version). The parent inserts the even keys (version 0) before anyone
- * reads; each key has one owning writer, which inserts the odd keys in round
- * 0 (version 1) and re-inserts about half of its keys in each later round r
- * (version r + 1). One owner per key makes the last value of every key known:
- * a fresh handle at the end must see exactly that.
+ * of one always misses, and so reads the file's new tail (changing the index)
+ * while other threads hit. Values: 8 to 200 bytes, a function of (key,
+ * version). The parent inserts the even keys (version 0) before anyone reads;
+ * each key has one owning writer, which inserts the odd keys in round 0
+ * (version 1) and re-inserts about half of its keys in each later round r
+ * (version r + 1). One owner per key makes each key's last value known: a
+ * fresh handle at the end, and A and B after a load, must hold exactly that.
  *
  * Handles in the parent: readers 0-3 share A (which inserted the even keys),
  * readers 4-6 share B (a second handle on the file), reader 7 opens a handle
- * of its own for every pass and closes it after (while the others read on A
- * and B); a maintenance thread calls convcache_load on A and B and
- * convcache_save on A, which also compacts. Writers read too: each checks that
- * it reads back exactly what it has just inserted, and that a random key holds
- * a valid value, in a process whose own handle compacts.
+ * of its own for every pass and closes it after, while the others read on A
+ * and B; a maintenance thread calls convcache_load on A and B and
+ * convcache_save on A, which also compacts. Writers read too: each reads back
+ * exactly what it has just inserted, and checks a random key, in a process
+ * whose own handle compacts.
  *
  * A miss is a failure for: a key the parent inserted before the readers
- * started; a key any reader of this process has already seen (it is in the
- * file, and a miss reads the file: the Live sharing guarantee); any key,
- * once every writer has exited. A ghost key must always miss.
+ * started; a key some reader here had found before the find began (it is in
+ * the file, and a miss reads the file: the Live sharing guarantee); any key,
+ * in a pass that began after every writer had exited. A ghost key must
+ * always miss.
  *
  * Writers are fork+exec of this program ("writer" mode): the library refuses
  * calls in a child that was forked but not exec'd. The writers start together
@@ -36,7 +40,10 @@
  * another; the readers stop once waitpid has reaped every writer. No sleep
  * synchronises anything, and the outcome does not depend on timing.
  *
- * Built with -fsanitize=thread by `make hammer-tsan` (see mk/core.mk).
+ * What it cannot see: a reader that reads memory the library has already
+ * reclaimed still reads the right bytes until that memory is reused, which
+ * the test does not control. `make hammer-tsan` builds it, with the
+ * library's C code, under ThreadSanitizer (see mk/core.mk).
  */
 #include "check.h"
 
