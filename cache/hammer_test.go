@@ -308,9 +308,10 @@ func (r *hammerReader) fail(format string, args ...any) {
 }
 
 // pass finds every key once, in a new random order. A miss is a failure for
-// a key inserted before the readers started, for a key some reader has
-// found (it is in the file, and a miss reads the file), and for any key
-// once every writer has exited (allWritten: before the pass began). One
+// a key inserted before the readers started, for a key some reader had
+// found before the find began (it is in the file, and a miss reads the
+// file), and for any key once every writer has exited (allWritten: before
+// the pass began). One
 // find in 16 gets a buffer too small for most values: ErrRange must then
 // give the length of a version inserted for the key and copy nothing.
 func (r *hammerReader) pass(c *cache.Cache, allWritten bool) {
