@@ -2,7 +2,7 @@
 # against build/libconvcache.so and run by `make test`.
 
 CORE_TESTS := test_api test_args test_threads test_procs test_kill test_fork test_flight test_stall test_modes test_hits \
-              test_secure
+              test_secure test_hammer
 CORE_TEST_BINS := $(addprefix $(BUILD)/tests/,$(CORE_TESTS))
 
 $(BUILD)/tests/%: tests/%.c tests/check.h tests/tmpdir.h $(LIB) $(BUILD)/include/.stamp
@@ -43,3 +43,32 @@ torture: $(BUILD)/torture $(BUILD)/tests/torture_writer
 	$(BUILD)/torture -writer $(BUILD)/tests/torture_writer -kills $${KILLS:-3000} -writers 6 -compact 256K
 
 TEST_TARGETS += torture-short
+
+# The hammer (tests/test_hammer.c) under ThreadSanitizer: the test and the
+# library's own C code (capi/*.c and cgo's glue, through CGO_CFLAGS) are
+# instrumented, in a library of their own in build/tsan/ (as $(LIB_REAL) is
+# built, plus the flags). The Go code is not: Go's -race is a TSan runtime of
+# its own, and one process cannot hold both. So TSan sees the C threads (the
+# readers, and whatever C runs on the hit path) but not the writes Go makes;
+# `go test -race` (cache/hammer_test.go) covers the Go side.
+TSAN_DIR := $(BUILD)/tsan
+TSAN_FLAGS := -O1 -g -fsanitize=thread
+
+$(TSAN_DIR)/libconvcache.so.$(VERSION_MAJOR): $(GO_SRC)
+	@mkdir -p $(TSAN_DIR)
+	CGO_ENABLED=1 CGO_CFLAGS="$(TSAN_FLAGS)" CGO_LDFLAGS="-fsanitize=thread" $(GO) build -buildmode=c-shared -trimpath \
+	  -ldflags "-extldflags '-Wl,--version-script=$(abspath capi/exports.map) -Wl,-soname,libconvcache.so.$(VERSION_MAJOR) -Wl,-z,nodelete'" \
+	  -o $@ ./capi
+	@rm -f $(basename $@).h $@.h
+
+$(TSAN_DIR)/test_hammer: tests/test_hammer.c tests/check.h tests/tmpdir.h $(TSAN_DIR)/libconvcache.so.$(VERSION_MAJOR) $(BUILD)/include/.stamp
+	$(CC) $(CFLAGS) $(TSAN_FLAGS) -o $@ $< -I$(BUILD)/include $(TSAN_DIR)/libconvcache.so.$(VERSION_MAJOR) \
+	  -Wl,-rpath,$(abspath $(TSAN_DIR)) -lpthread
+
+# A report fails the run at exit (status 66, even after "ok"). Not
+# halt_on_error: that _exits at once, and leaves the test's directory behind.
+.PHONY: hammer-tsan
+hammer-tsan: $(TSAN_DIR)/test_hammer
+	timeout -k 10 $(TEST_TIMEOUT) $<
+
+TEST_TARGETS += hammer-tsan
