@@ -58,11 +58,17 @@ void ccx_handle_clear(uintptr_t token);
 
 /* Epochs. ccx_retire_epoch starts a new epoch and returns it: memory
  * unpublished before the call is tagged with it. ccx_safe_epoch returns an
- * epoch E such that everything tagged E or lower can be freed. */
+ * epoch E such that everything tagged E or lower can be freed (0: nothing,
+ * when membarrier fails). */
 uint64_t ccx_retire_epoch(void);
 uint64_t ccx_safe_epoch(void);
 
-/* Layout facts for the tests (capi/layout.go). */
+/* For the tests: the calling thread enters a reader's critical section and
+ * stays until ccx_test_exit. */
+void ccx_test_enter(void);
+void ccx_test_exit(void);
+
+/* Layout facts for the tests (publish.go: sharedLayout). */
 size_t ccx_layout(const char *name);
 
 /* The index's key hash: XXH3-64 with seed 0, as the Go side's

@@ -2,6 +2,9 @@ package main
 
 import (
 	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/zeebo/xxh3"
@@ -37,5 +40,82 @@ func TestKeyHashAgrees(t *testing.T) {
 				t.Fatalf("length %d: C %x, Go %x", n, got, want)
 			}
 		}
+	}
+}
+
+// Memory retired while a C reader is inside a hit is not freed until that
+// reader has left; memory retired before a reader entered does not wait for
+// it; and readers that come and go never hold a free up forever.
+func TestRetireWaitsForReaders(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+
+	var early atomic.Bool
+	published.Retire(func() { early.Store(true) }) // no reader inside
+	published.reclaim()
+	if !early.Load() {
+		t.Fatal("retired with no reader inside, and not freed")
+	}
+
+	testEnter() // a reader stopped halfway through a hit
+	var held atomic.Bool
+	published.Retire(func() { held.Store(true) })
+	for i := 0; i < 3; i++ {
+		published.reclaim()
+	}
+	if held.Load() {
+		testExit()
+		t.Fatal("freed while a reader that could hold it was inside")
+	}
+
+	// A reader on another thread entering after the retire does not hold
+	// up what was retired before it entered.
+	var later atomic.Bool
+	published.Retire(func() { later.Store(true) })
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		testEnter()
+		published.reclaim()
+		testExit()
+	}()
+	wg.Wait()
+	if later.Load() {
+		testExit()
+		t.Fatal("freed while the first reader (inside since before that retire) was inside")
+	}
+
+	testExit()
+	published.reclaim()
+	if !held.Load() || !later.Load() {
+		t.Fatalf("not freed after the reader left: %v %v", held.Load(), later.Load())
+	}
+
+	var after atomic.Bool
+	published.Retire(func() { after.Store(true) })
+	done := make(chan struct{})
+	go func() { // readers that keep coming and going
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+				testEnter()
+				testExit()
+			}
+		}
+	}()
+	for i := 0; i < 1000 && !after.Load(); i++ {
+		published.reclaim()
+		runtime.Gosched()
+	}
+	close(done)
+	if !after.Load() {
+		t.Fatal("readers entering and leaving held a free up for 1000 reclaims")
 	}
 }

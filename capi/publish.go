@@ -98,3 +98,8 @@ func keyHash(b []byte) uint64 {
 	}
 	return uint64(C.ccx_hash(unsafe.Pointer(&b[0]), C.size_t(len(b))))
 }
+
+// testEnter and testExit hold the calling thread inside a C reader's
+// critical section (for tests; lock the goroutine to its thread).
+func testEnter() { C.ccx_test_enter() }
+func testExit()  { C.ccx_test_exit() }
