@@ -195,8 +195,9 @@ func (c *Contents) Evict(maxEntries, maxBytes int64) int {
 	return evicted
 }
 
-// Encode writes a complete file image: a header and one run of snapshot
-// chunks per scope, keys sorted so that similar keys compress together.
+// Encode writes a complete file image: a header, the snapshot index, and
+// one run of snapshot chunks per scope, keys sorted so that similar keys
+// compress together. Contents without entries have no chunks and no index.
 //
 // If the chunks would cost a reader more than ExpandFactor times the
 // image's size (values that compress extremely well), pad frames follow
@@ -210,7 +211,10 @@ func (c *Contents) Encode(created time.Time) []byte {
 		scopes = append(scopes, s)
 	}
 	slices.Sort(scopes)
-	out := EncodeHeader(created, HeaderCompacted)
+	// The chunks are encoded first: the index that precedes them lists
+	// their lengths.
+	var chunks []byte
+	var list []IndexedChunk
 	var recs []Record
 	var cost int64
 	for _, s := range scopes {
@@ -221,8 +225,17 @@ func (c *Contents) Encode(created time.Time) []byte {
 			recs = append(recs, e.Record)
 		}
 		var n int64
-		out, c.scratch, n = AppendSnapshotFrames(out, s, c.Names[s], recs, c.scratch)
+		chunks, c.scratch, n = appendSnapshotChunks(chunks, s, c.Names[s], recs, c.scratch, &list)
 		cost += n
 	}
-	return AppendPadding(out, (cost+ExpandFactor-1)/ExpandFactor)
+	out := EncodeHeader(created, HeaderCompacted)
+	if len(list) == 0 {
+		return AppendPadding(out, (cost+ExpandFactor-1)/ExpandFactor)
+	}
+	out = slices.Grow(out, len(chunks)+len(chunks)/64+4096)
+	out = appendSnapshotIndex(out, list)
+	out = append(out, chunks...)
+	out = AppendPadding(out, (cost+ExpandFactor-1)/ExpandFactor)
+	setSnapshotEnd(out[HeaderSize:], int64(len(out)))
+	return out
 }

@@ -22,7 +22,7 @@ const (
 	TypeScope    = 2 // names a scope hash
 	TypeTouch    = 3 // key hashes of a scope used since the last touch frame
 	TypeSnapshot = 4 // a compressed chunk of one scope's entries
-	TypePad      = 5 // ignored bytes that keep a file's decode budget honest
+	TypePad      = 5 // ignored bytes that keep a file's decode budget honest, or (PadIndex) the snapshot index
 
 	// Readers skip frame types they do not know.
 )
@@ -43,8 +43,9 @@ func (f Frame) End() int64 { return f.Off + FrameHeaderSize + int64(len(f.Payloa
 
 // ExtendsSnapshot reports whether f continues a file's leading snapshot,
 // which so far ends at end: a snapshot or pad frame that starts exactly
-// there. The snapshot is the run of such frames after the header; the
-// journal starts where it ends. Scan's frames come in file order, so
+// there. The snapshot is the run of such frames after the header (the
+// snapshot index, a pad frame, included); the journal starts where it ends.
+// Scan's frames come in file order, so
 //
 //	if format.ExtendsSnapshot(f, end) { end = f.End() }
 //

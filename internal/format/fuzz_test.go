@@ -31,12 +31,31 @@ func sampleFile() []byte {
 	return AppendPutFrame(data, 99, 0, []byte("journal-other"), []byte("x"))
 }
 
+// indexedSampleFile is the sample file as compaction writes it: the
+// snapshot index, the chunks, then the same journal.
+func indexedSampleFile() []byte {
+	data := sampleFile()
+	img := ReadContents(data, 0).Encode(time.Unix(1700000000, 0))
+	var journal []byte
+	end := int64(HeaderSize)
+	Scan(data[HeaderSize:], HeaderSize, true, func(f Frame) {
+		if ExtendsSnapshot(f, end) {
+			end = f.End()
+		} else if f.Type != TypeSnapshot {
+			journal = append(journal, data[f.Off:f.End()]...)
+		}
+	}, nil)
+	return append(img, journal...)
+}
+
 // Fuzz the frame scanner and the decoders on arbitrary bytes. Seeds: the
-// sample file's frames and a small build of every hostile class.
+// sample file's frames (without and with a snapshot index) and a small
+// build of every hostile class.
 func FuzzScanFrames(f *testing.F) {
 	data := sampleFile()
 	f.Add(data[HeaderSize:])
 	f.Add(data[HeaderSize : HeaderSize+40])
+	f.Add(indexedSampleFile()[HeaderSize:])
 	for _, c := range hostile.Classes() {
 		f.Add(c.Build(min(c.Size, 4<<10), "fuzz-scope")[HeaderSize:])
 	}
@@ -51,6 +70,16 @@ func FuzzScanFrames(f *testing.F) {
 				DecodeScope(fr.Payload)
 				budget := NewBudget(int64(len(data)))
 				DecodeSnapshot(fr, nil, nil, false, &budget)
+				first := fr
+				first.Off = HeaderSize
+				if x, ok := DecodeSnapshotIndex(first, HeaderSize+int64(len(data))); ok {
+					for _, ch := range x.Chunks {
+						if ch.Off < first.End() || ch.Off+ch.Len > x.End || x.End > HeaderSize+int64(len(data)) {
+							t.Fatalf("index accepted with chunk %+v, end %d", ch, x.End)
+						}
+						ChunkFor(x.Run(ch.Scope), ch.First)
+					}
+				}
 			}, nil)
 			if used < 0 || used > int64(len(data)) || (final && used != int64(len(data))) {
 				t.Fatalf("consumed %d of %d (final %v)", used, len(data), final)

@@ -64,6 +64,13 @@ func decoder() *zstd.Decoder {
 // scope, to dst. scratch is a buffer that is reused and returned. cost is
 // what the chunks cost a reader's Budget.
 func AppendSnapshotFrames(dst []byte, scopeHash uint64, scope string, recs []Record, scratch []byte) (_, _ []byte, cost int64) {
+	return appendSnapshotChunks(dst, scopeHash, scope, recs, scratch, nil)
+}
+
+// appendSnapshotChunks is AppendSnapshotFrames, and appends to list (if not
+// nil) each chunk as a snapshot index describes it. A chunk's Off is its
+// offset in dst, and its First aliases recs.
+func appendSnapshotChunks(dst []byte, scopeHash uint64, scope string, recs []Record, scratch []byte, list *[]IndexedChunk) (_, _ []byte, cost int64) {
 	for len(recs) > 0 {
 		raw := scratch[:0]
 		raw = binary.AppendUvarint(raw, uint64(len(scope)))
@@ -91,6 +98,10 @@ func AppendSnapshotFrames(dst []byte, scopeHash uint64, scope string, recs []Rec
 		binary.LittleEndian.PutUint64(payload, scopeHash)
 		binary.LittleEndian.PutUint32(payload[8:], uint32(n))
 		payload = encoder().EncodeAll(raw, payload)
+		if list != nil {
+			*list = append(*list, IndexedChunk{Scope: scopeHash, Off: int64(len(dst)),
+				Len: int64(FrameHeaderSize + len(payload)), Count: uint32(n), First: recs[0].Key})
+		}
 		dst = AppendFrame(dst, TypeSnapshot, FrameZstd, payload)
 		recs = recs[n:]
 		scratch = raw
