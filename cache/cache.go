@@ -55,6 +55,7 @@ type Cache struct {
 	dec         format.Decoder // decodes frames into the index (load.go)
 	budget      format.Budget  // what is left to decode of the current file
 	budgetEnd   int64          // the file size budget has been granted for
+	lazy        *lazySnapshot  // snapshot chunks not decoded yet (lazy.go); nil once the index holds the whole file
 	tailMark    tailMark       // the file as a scan that left a tail saw it
 	warnedBroke bool           // a reload failure was reported
 	flights     flightGroup

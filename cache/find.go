@@ -83,6 +83,7 @@ func (c *Cache) findSlow(key, dst []byte, h uint64, stripe int, t0 time.Time) (i
 	}
 	c.mu.Lock()
 	err := c.refresh(false)
+	c.loadChunkOf(key) // a handle opened lazily decodes the snapshot chunk that can hold key (lazy.go)
 	c.mu.Unlock()
 	if err != nil {
 		c.reportOnce(err)

@@ -15,7 +15,8 @@ import (
 )
 
 // adopt makes f the current data file: it validates the header, reads every
-// frame and swaps in a freshly built index. Caller holds mu. With final, a
+// frame and swaps in a freshly built index (Open reads a file with a
+// snapshot index lazily instead: lazy.go). Caller holds mu. With final, a
 // damaged tail is consumed (the caller holds the file lock, or is opening).
 func (c *Cache) adopt(f vfs.File, final bool) error {
 	fi, err := f.Stat()
@@ -27,12 +28,9 @@ func (c *Cache) adopt(f vfs.File, final bool) error {
 	if err != nil {
 		return err
 	}
-	h, err := format.DecodeHeader(buf[:min(len(buf), format.HeaderSize)])
+	h, err := c.checkHeader(buf)
 	if err != nil {
-		if errors.Is(err, format.ErrNewer) {
-			return fmt.Errorf("%s: %w (version %d; this library reads up to %d): upgrade convcache or use another CONVCACHE_PATH", c.path, err, h.Version, format.Version)
-		}
-		return fmt.Errorf("%s: %w: the file was left untouched; move it aside or set CONVCACHE_PATH to another file", c.path, err)
+		return err
 	}
 	budget := format.NewBudget(size)
 	ix, scopes, lay := c.build(buf, final, &budget)
@@ -56,11 +54,26 @@ func (c *Cache) adopt(f vfs.File, final bool) error {
 	c.compacted = h.Flags&format.HeaderCompacted != 0 || lay.snapEnd > format.HeaderSize
 	c.snapEntries, c.journalPuts = lay.snapEntries, lay.journalPuts
 	c.budget, c.budgetEnd, c.tailMark = budget, size, tailMark{}
+	c.lazy = nil // the index holds the whole file
 	if lay.end < size {
 		c.tailMark = markOf(fi) // a tail left for later: see refresh
 	}
 	c.setIndex(ix)
 	return nil
+}
+
+// checkHeader decodes the header at the start of b. A file this library
+// does not read (ErrFormat) or whose header is damaged (ErrCorrupt) is
+// refused, and left untouched.
+func (c *Cache) checkHeader(b []byte) (format.Header, error) {
+	h, err := format.DecodeHeader(b[:min(len(b), format.HeaderSize)])
+	if err != nil {
+		if errors.Is(err, format.ErrNewer) {
+			return h, fmt.Errorf("%s: %w (version %d; this library reads up to %d): upgrade convcache or use another CONVCACHE_PATH", c.path, err, h.Version, format.Version)
+		}
+		return h, fmt.Errorf("%s: %w: the file was left untouched; move it aside or set CONVCACHE_PATH to another file", c.path, err)
+	}
+	return h, nil
 }
 
 // tailMark identifies a file's state by its size and times: a scan that

@@ -23,8 +23,12 @@ import (
 // 0700) if missing. An empty path means DefaultPath. A nil o means the zero
 // Options.
 //
-// Open reads the whole file. A damaged record is skipped; a file that is not
-// a convcache file (ErrFormat) or whose header is damaged (ErrCorrupt) is
+// Open reads the header, the snapshot index and the journal of a compacted
+// file; the snapshot's chunks are decoded when a find first needs them, so
+// that the first answer costs about the same whatever the file's size. A
+// file without an index (written by an older version, or never compacted)
+// is read whole. A damaged record is skipped; a file that is not a
+// convcache file (ErrFormat) or whose header is damaged (ErrCorrupt) is
 // refused and left untouched.
 func Open(path string, o *Options) (*Cache, error) {
 	var opts Options
@@ -97,6 +101,7 @@ func Open(path string, o *Options) (*Cache, error) {
 		if err != nil {
 			c.warnf("system tier %s not used: %v", opts.SystemPath, err)
 		} else if sys != nil {
+			sys.loadRest() // the system tier answers from memory only (value)
 			c.system = sys
 		}
 	}
@@ -181,7 +186,11 @@ func (c *Cache) openPath(path string) error {
 		return err
 	}
 	// Not final: without the lock, a writer may be appending right now.
-	if err := c.adopt(f, false); err != nil {
+	lazy, err := c.openLazy(f)
+	if err == nil && !lazy {
+		err = c.adopt(f, false)
+	}
+	if err != nil {
 		f.Close()
 		return err
 	}

@@ -79,6 +79,7 @@ func (s *counters) lockWait(d time.Duration) {
 
 // Stats returns the handle's counters and state.
 func (c *Cache) Stats() Stats {
+	c.loadRest() // Entries and MemBytes count the whole file (lazy.go)
 	var st Stats
 	for i := range c.st.hits {
 		st.HitsMemory += c.st.hits[i].mem.Load()

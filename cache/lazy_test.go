@@ -1,0 +1,773 @@
+package cache
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/convcache/convcache/internal/format"
+)
+
+// Tests of the lazy open (lazy.go): a compacted file carries a snapshot
+// index, Open reads the index and the journal only, and a find decodes the
+// one chunk that can hold its key. Every answer must be a full load's.
+
+const lazyScope = "lazy-scope"
+
+func lkey(i int) []byte { return []byte(fmt.Sprintf("lazy-key-%06d-%s", i, strings.Repeat("k", 60))) }
+
+// okey is a key of the other scopes: it sorts before every lkey.
+func okey(i int) []byte { return []byte(fmt.Sprint("aaa-other-", i)) }
+func lval(i, v int) []byte {
+	return []byte(fmt.Sprintf("value-%06d-%d-%s", i, v, strings.Repeat("v", 30)))
+}
+
+// lazyImage returns a compacted file image as compaction writes it: n
+// entries of lazyScope (several chunks when n is a few thousand), and a
+// few of another scope on both sides of it.
+func lazyImage(n int) []byte {
+	all := format.NewContents(1<<30, n)
+	h := format.ScopeHash(lazyScope)
+	all.Names[h] = lazyScope
+	for i := 0; i < n; i++ {
+		all.Put(h, format.Record{Key: lkey(i), Value: lval(i, 0), Inserted: 1700000000000, Used: 1700000000000})
+	}
+	for _, name := range otherScopes() {
+		s := format.ScopeHash(name)
+		all.Names[s] = name
+		for i := 0; i < 3; i++ {
+			all.Put(s, format.Record{Key: okey(i), Value: []byte("other scope"), Inserted: 1, Used: 1})
+		}
+	}
+	return all.Encode(time.Unix(1700000000, 0))
+}
+
+// otherScopes returns two scope names whose chunks a file holds before
+// lazyScope's and after them (chunks are in scope hash order).
+func otherScopes() [2]string {
+	var out [2]string
+	h := format.ScopeHash(lazyScope)
+	for i := 0; out[0] == "" || out[1] == ""; i++ {
+		name := fmt.Sprint("other-", i)
+		if format.ScopeHash(name) < h {
+			out[0] = name
+		} else {
+			out[1] = name
+		}
+	}
+	return out
+}
+
+func writeFile(t *testing.T, data []byte) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "lazy.ccdb")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func openLazyScope(t *testing.T, path string, o Options) *Cache {
+	t.Helper()
+	o.Scope = lazyScope
+	if o.Warn == nil {
+		o.Warn = io.Discard
+	}
+	c, err := Open(path, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// lazyRun returns how many chunks of its scope a handle has left to decode
+// (-1: it was not opened lazily, or has loaded everything).
+func lazyLeft(c *Cache) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lazy == nil {
+		return -1
+	}
+	return c.lazy.left
+}
+
+// decodes returns how many chunks fn decoded lazily.
+func decodes(fn func()) int64 {
+	before := chunkDecodes.Load()
+	fn()
+	return chunkDecodes.Load() - before
+}
+
+// wantFullLoad checks that c answers every key of its scope that a full
+// decode of data finds, with that value, and misses keys it does not find.
+func wantFullLoad(t *testing.T, c *Cache, data []byte, probe [][]byte) {
+	t.Helper()
+	want := format.ReadContents(data, 0)
+	h := format.ScopeHash(c.scope)
+	for _, k := range probe {
+		v, ok, err := c.Get(k)
+		if err != nil {
+			t.Fatalf("%q: %v", k, err)
+		}
+		e := want.Find(h, xxhash.Sum64(k), k)
+		switch {
+		case e == nil && ok:
+			t.Fatalf("%q: %q returned, a full load misses", k, v)
+		case e != nil && (!ok || !bytes.Equal(v, e.Value)):
+			t.Fatalf("%q: %q (found %v), a full load returns %q", k, v, ok, e.Value)
+		}
+	}
+}
+
+// Compaction writes the index first; a new handle reads no chunk at Open,
+// and its first find decodes exactly one: the chunk of its key.
+func TestLazyOpenDecodesOneChunk(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.ccdb")
+	w := openLazyScope(t, path, Options{CompactJournal: 1 << 40})
+	const n = 4000
+	for i := 0; i < n; i++ {
+		if err := w.Insert(lkey(i), lval(i, 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.mu.Lock()
+	w.opts.CompactJournal = 4 << 10
+	w.mu.Unlock()
+	if err := w.Save(); err != nil || w.Stats().Compactions != 1 {
+		t.Fatalf("save: %v, %d compactions", err, w.Stats().Compactions)
+	}
+	data, _ := os.ReadFile(path)
+	fl := format.FrameLen(data[format.HeaderSize:])
+	fr, _ := format.ParseFrame(data[format.HeaderSize:format.HeaderSize+fl], format.HeaderSize)
+	x, ok := format.DecodeSnapshotIndex(fr, int64(len(data)))
+	if !ok || len(x.Chunks) < 4 {
+		t.Fatalf("the compacted file has no index (%v) or %d chunks", ok, len(x.Chunks))
+	}
+
+	var c *Cache
+	if d := decodes(func() { c = openLazyScope(t, path, Options{}) }); d != 0 || lazyLeft(c) != len(x.Chunks) {
+		t.Fatalf("open decoded %d chunks; %d of %d left", d, lazyLeft(c), len(x.Chunks))
+	}
+	if d := decodes(func() { mustValue(t, c, lkey(n/2), lval(n/2, 0)) }); d != 1 {
+		t.Fatalf("the first find decoded %d chunks, want 1", d)
+	}
+	if d := decodes(func() { mustValue(t, c, lkey(n/2+1), lval(n/2+1, 0)) }); d != 0 {
+		t.Fatalf("a key of the same chunk decoded %d chunks", d)
+	}
+	if d := decodes(func() { mustValue(t, c, lkey(0), lval(0, 0)) }); d != 1 {
+		t.Fatalf("a key of another chunk decoded %d chunks", d)
+	}
+	// Keys before the first chunk and after the last one miss; only the
+	// last one's chunk is decoded for it.
+	if d := decodes(func() { mustAbsent(t, c, []byte("a")) }); d != 0 {
+		t.Fatalf("a key before every chunk decoded %d", d)
+	}
+	if d := decodes(func() { mustAbsent(t, c, []byte("zzz")) }); d != 1 {
+		t.Fatalf("a key after every chunk decoded %d", d)
+	}
+	st := c.Stats() // reads the rest: Entries counts the whole file
+	if st.HitsFile != 3 || st.Misses != 2 || st.Entries != n || lazyLeft(c) != -1 {
+		t.Fatalf("stats %+v, %d chunks left", st, lazyLeft(c))
+	}
+	// An older reader's view is unchanged: the index is part of the
+	// snapshot, and the journal starts after it.
+	if st.Journal != 0 || st.Snapshot != int64(len(data))-format.HeaderSize {
+		t.Fatalf("snapshot %d, journal %d of %d bytes", st.Snapshot, st.Journal, len(data))
+	}
+}
+
+func mustValue(t *testing.T, c *Cache, k, want []byte) {
+	t.Helper()
+	v, ok, err := c.Get(k)
+	if err != nil || !ok || !bytes.Equal(v, want) {
+		t.Fatalf("get %.20q: %q %v %v, want %q", k, v, ok, err, want)
+	}
+}
+
+func mustAbsent(t *testing.T, c *Cache, k []byte) {
+	t.Helper()
+	if v, ok, err := c.Get(k); ok || err != nil {
+		t.Fatalf("get %.20q: %q %v %v, want a miss", k, v, ok, err)
+	}
+}
+
+// The journal beats the snapshot: a value appended after compaction is the
+// one returned, before and after its chunk is decoded; a key only in the
+// journal is found; another scope's keys are not; a miss is a miss.
+func TestLazyJournalWins(t *testing.T) {
+	const n = 3000
+	path := writeFile(t, lazyImage(n))
+	w := openLazyScope(t, path, Options{})
+	mustInsertOK(t, w, lkey(10), lval(10, 1))     // newer than the snapshot
+	mustInsertOK(t, w, lkey(2000), lval(2000, 1)) // in another chunk
+	mustInsertOK(t, w, lkey(n+5), lval(n+5, 1))   // in the journal only
+	other, err := Open(path, &Options{Scope: otherScopes()[0], Warn: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustInsertOK(t, other, lkey(20), []byte("other scope, journal"))
+	other.Close()
+	w.Close()
+
+	c := openLazyScope(t, path, Options{Mode: ModeStrict})
+	mustValue(t, c, lkey(10), lval(10, 1))
+	mustValue(t, c, lkey(11), lval(11, 0)) // the same chunk, from the snapshot
+	mustValue(t, c, lkey(1999), lval(1999, 0))
+	mustValue(t, c, lkey(2000), lval(2000, 1)) // its chunk decoded first
+	mustValue(t, c, lkey(n+5), lval(n+5, 1))
+	mustValue(t, c, lkey(20), lval(20, 0))
+	if _, ok, err := c.Get(lkey(n + 6)); ok || !errors.Is(err, ErrMiss) {
+		t.Fatalf("a key nowhere: %v %v", ok, err)
+	}
+	data, _ := os.ReadFile(path)
+	probe := [][]byte{lkey(0), lkey(1), lkey(2), lkey(20), lkey(n - 1), lkey(n + 5), okey(0), okey(1)}
+	wantFullLoad(t, openLazyScope(t, path, Options{}), data, probe)
+	// Another scope's handle sees its own entries, lazily too.
+	oc, err := Open(path, &Options{Scope: otherScopes()[0], Warn: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer oc.Close()
+	mustValue(t, oc, okey(1), []byte("other scope"))
+	mustValue(t, oc, lkey(20), []byte("other scope, journal"))
+	mustAbsent(t, oc, lkey(100))
+}
+
+func mustInsertOK(t *testing.T, c *Cache, k, v []byte) {
+	t.Helper()
+	if err := c.Insert(k, v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// This handle's own writes beat the snapshot too, whether they reached the
+// file or stayed in memory (read-only).
+func TestLazyOwnInsertsWin(t *testing.T) {
+	path := writeFile(t, lazyImage(3000))
+	c := openLazyScope(t, path, Options{})
+	mustInsertOK(t, c, lkey(7), lval(7, 2)) // its chunk not decoded yet
+	mustValue(t, c, lkey(8), lval(8, 0))    // decodes it
+	mustValue(t, c, lkey(7), lval(7, 2))
+	ro := openLazyScope(t, path, Options{Mode: ModeReadOnly})
+	if err := ro.Insert(lkey(2500), lval(2500, 3)); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("read-only insert: %v", err)
+	}
+	mustValue(t, ro, lkey(2501), lval(2501, 0))
+	mustValue(t, ro, lkey(2500), lval(2500, 3))
+}
+
+// Files without an index open as before: one written before it (frames
+// appended one by one), one never compacted, one emptied by compaction.
+func TestLazyOldFiles(t *testing.T) {
+	s := buildSample() // no index: the frames as older versions wrote them
+	path := writeFile(t, s.data)
+	c, err := Open(path, &Options{Scope: sampleScope, Warn: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if lazyLeft(c) != -1 {
+		t.Fatal("a file without an index was opened lazily")
+	}
+	for _, e := range s.entries {
+		mustValue(t, c, e.key, e.value)
+	}
+	mustAbsent(t, c, []byte("other-key"))
+
+	journal := openLazyScope(t, filepath.Join(t.TempDir(), "j.ccdb"), Options{})
+	mustInsertOK(t, journal, lkey(1), lval(1, 0))
+	again := openLazyScope(t, journal.Path(), Options{})
+	if lazyLeft(again) != -1 {
+		t.Fatal("a journal was opened lazily")
+	}
+	mustValue(t, again, lkey(1), lval(1, 0))
+
+	empty := writeFile(t, format.NewContents(0, 0).Encode(time.Now()))
+	e := openLazyScope(t, empty, Options{})
+	mustAbsent(t, e, lkey(1))
+	if st := e.Stats(); st.LastCompaction.IsZero() || st.Snapshot != 0 {
+		t.Fatalf("an emptied file: %+v", st)
+	}
+}
+
+// reseal recomputes the checksum of the frame at the start of b.
+func reseal(b []byte) {
+	plen := binary.LittleEndian.Uint32(b[8:])
+	crc := crc32.Update(0, crc32.MakeTable(crc32.Castagnoli), b[4:12])
+	crc = crc32.Update(crc, crc32.MakeTable(crc32.Castagnoli), b[format.FrameHeaderSize:format.FrameHeaderSize+plen])
+	binary.LittleEndian.PutUint32(b[12:], crc)
+}
+
+// rewriteIndex returns img with its index frame replaced by one that lists
+// chunks with snapshot end end (layout 1), sealed with a valid checksum, so
+// that only the index's content can tell it is wrong. What follows the
+// index moves with it, and end with it.
+func rewriteIndex(img []byte, end uint64, chunks []format.IndexedChunk) []byte {
+	oldLen := format.FrameLen(img[format.HeaderSize:])
+	delta := int64(len(indexFrame(0, chunks))) - oldLen
+	out := append(bytes.Clone(img[:format.HeaderSize]), indexFrame(uint64(int64(end)+delta), chunks)...)
+	return append(out, img[format.HeaderSize+oldLen:]...)
+}
+
+// indexFrame returns an index frame (layout 1) listing chunks.
+func indexFrame(end uint64, chunks []format.IndexedChunk) []byte {
+	p := []byte{1}
+	p = binary.LittleEndian.AppendUint64(p, end)
+	p = binary.AppendUvarint(p, uint64(len(chunks)))
+	for _, ch := range chunks {
+		p = binary.LittleEndian.AppendUint64(p, ch.Scope)
+		p = binary.AppendUvarint(p, uint64(ch.Len))
+		p = binary.AppendUvarint(p, uint64(ch.Count))
+		p = binary.AppendUvarint(p, uint64(len(ch.First)))
+		p = append(p, ch.First...)
+	}
+	return format.AppendFrame(nil, format.TypePad, format.PadIndex, p)
+}
+
+func indexOf(t *testing.T, img []byte) format.SnapshotIndex {
+	t.Helper()
+	fl := format.FrameLen(img[format.HeaderSize:])
+	fr, ok := format.ParseFrame(img[format.HeaderSize:format.HeaderSize+fl], format.HeaderSize)
+	x, ok2 := format.DecodeSnapshotIndex(fr, int64(len(img)))
+	if !ok || !ok2 {
+		t.Fatal("no index")
+	}
+	return x
+}
+
+// Damaged and forged indexes: a handle answers what a full load answers,
+// finds and all, and never more than it: a forged index may hide keys of a
+// chunk until that chunk is decoded, never return another value.
+func TestLazyHostileIndex(t *testing.T) {
+	const n = 4000
+	good := lazyImage(n)
+	x := indexOf(t, good)
+	h := format.ScopeHash(lazyScope)
+	run := x.Run(h)
+	if len(run) < 4 {
+		t.Fatalf("%d chunks", len(run))
+	}
+	j := 0 // position of run[0] in x.Chunks
+	for x.Chunks[j].Scope != h {
+		j++
+	}
+	with := func(edit func(ch []format.IndexedChunk)) []format.IndexedChunk {
+		chs := make([]format.IndexedChunk, len(x.Chunks))
+		copy(chs, x.Chunks)
+		edit(chs)
+		return chs
+	}
+	end := uint64(x.End)
+	cases := map[string][]byte{
+		"intact": good,
+		"flipped byte": func() []byte {
+			b := bytes.Clone(good)
+			b[format.HeaderSize+40] ^= 1
+			return b
+		}(),
+		"truncated": func() []byte {
+			b := bytes.Clone(good)
+			binary.LittleEndian.PutUint32(b[format.HeaderSize+8:], 30)
+			reseal(b[format.HeaderSize:])
+			return b
+		}(),
+		"chunk past EOF": rewriteIndex(good, end, with(func(c []format.IndexedChunk) { c[j+1].Len = int64(len(good)) })),
+		"chunks overlap": rewriteIndex(good, end, with(func(c []format.IndexedChunk) {
+			c[j].Len -= 100
+			c[j+1].Len += 100
+		})),
+		"huge count": rewriteIndex(good, end, with(func(c []format.IndexedChunk) { c[j+1].Count = 1<<32 - 1 })),
+		"count lies": rewriteIndex(good, end, with(func(c []format.IndexedChunk) { c[j+2].Count-- })),
+		// Another scope's chunk, whole and sorted, said to be this
+		// scope's: its keys would be this scope's answers.
+		"wrong scope":  rewriteIndex(good, end, with(func(c []format.IndexedChunk) { c[j-1].Scope = h })),
+		"end too far":  rewriteIndex(good, end+1, x.Chunks),
+		"end too near": rewriteIndex(good, end-uint64(run[len(run)-1].Len), x.Chunks),
+		"key order": rewriteIndex(good, end, with(func(c []format.IndexedChunk) {
+			c[j+1].First, c[j+2].First = c[j+2].First, c[j+1].First
+		})),
+		// Forged but consistent: chunk 2's first key later than it is,
+		// so the keys before it are sent to chunk 1; earlier; the last
+		// chunk said to be another scope's.
+		"forged: first key later": rewriteIndex(good, end, with(func(c []format.IndexedChunk) {
+			c[j+2].First = append(bytes.Clone(c[j+2].First[:len(c[j+2].First)-1]), 'z')
+		})),
+		"forged: first key earlier": rewriteIndex(good, end, with(func(c []format.IndexedChunk) {
+			c[j+2].First = append(bytes.Clone(c[j+1].First), 'z')
+		})),
+		"forged: scope": rewriteIndex(good, end, with(func(c []format.IndexedChunk) { c[j+len(run)-1].Scope = h + 1 })),
+		"chunk damaged": func() []byte {
+			b := bytes.Clone(good)
+			b[run[2].Off+run[2].Len/2] ^= 0x40
+			return b
+		}(),
+	}
+	var probe [][]byte
+	for i := 0; i < n; i += 37 {
+		probe = append(probe, lkey(i))
+	}
+	for _, ch := range run {
+		probe = append(probe, ch.First, append(bytes.Clone(ch.First), 0), ch.First[:len(ch.First)-1])
+	}
+	probe = append(probe, []byte("a"), []byte("zzz"), lkey(n), okey(0), okey(2))
+	// How each case is caught: the index refused at Open, or a chunk that
+	// is not what it says read whole on its first decode (a forged first
+	// key once a probe reaches the chunk that holds it). An index that
+	// says one of this scope's chunks is another's is not caught before
+	// Stats reads the file whole.
+	refused := map[string]bool{"flipped byte": true, "truncated": true, "chunk past EOF": true,
+		"end too far": true, "end too near": true, "key order": true}
+	caught := map[string]bool{"chunks overlap": true, "huge count": true, "count lies": true,
+		"wrong scope": true, "chunk damaged": true, "forged: first key later": true, "forged: first key earlier": true}
+	for name, data := range cases {
+		t.Run(name, func(t *testing.T) {
+			if name != "intact" && bytes.Equal(data, good) {
+				t.Fatal("the case changed nothing")
+			}
+			path := writeFile(t, data)
+			c := openLazyScope(t, path, Options{Mode: ModeReadOnly})
+			if lazy := lazyLeft(c) >= 0; lazy == refused[name] {
+				t.Fatalf("opened lazily: %v", lazy)
+			}
+			want := format.ReadContents(data, 0)
+			for _, k := range probe {
+				v, ok, err := c.Get(k)
+				e := want.Find(h, xxhash.Sum64(k), k)
+				switch {
+				case err != nil:
+					t.Fatalf("%.24q: %v", k, err)
+				case ok && (e == nil || !bytes.Equal(v, e.Value)):
+					t.Fatalf("%.24q: returned %q, a full load has %v", k, v, e)
+				case !ok && e != nil && !strings.HasPrefix(name, "forged"):
+					t.Fatalf("%.24q: missed, a full load finds it", k)
+				}
+			}
+			if lazy := lazyLeft(c) >= 0; lazy == (refused[name] || caught[name]) {
+				t.Fatalf("lazy after the finds: %v", lazy)
+			}
+			// Stats reads the file whole: nothing is hidden any more.
+			if st, full := c.Stats(), scopeEntries(want, h); st.Entries != full || (full != n) != (name == "chunk damaged") {
+				t.Fatalf("%d entries, a full load has %d of %d", st.Entries, full, n)
+			}
+			wantFullLoad(t, c, data, probe)
+			sameAsEager(t, c, path, probe)
+		})
+	}
+}
+
+// Single flipped bytes anywhere in an indexed file with a journal: the
+// handle answers exactly what a full load answers, whatever it decodes
+// lazily first.
+func TestLazyFlipBytes(t *testing.T) {
+	img := lazyImage(2500)
+	h := format.ScopeHash(lazyScope)
+	img = format.AppendScopeFrame(img, h, lazyScope)
+	for i := 0; i < 2500; i += 400 {
+		img = format.AppendPutFrame(img, h, 1700000000001, lkey(i), lval(i, 9))
+	}
+	x := indexOf(t, img)
+	offs := map[int]bool{}
+	for i := 0; i < int(x.Chunks[0].Off)+64; i++ { // the header and the index
+		offs[i] = true
+	}
+	r := rand.New(rand.NewPCG(17, 17))
+	for len(offs) < int(x.Chunks[0].Off)+64+400 {
+		offs[r.IntN(len(img))] = true
+	}
+	var probe [][]byte
+	for i := 0; i < 2600; i += 97 {
+		probe = append(probe, lkey(i))
+	}
+	path := filepath.Join(t.TempDir(), "flip.ccdb")
+	for off := range offs {
+		d := bytes.Clone(img)
+		d[off] ^= 0x10
+		if err := os.WriteFile(path, d, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c, err := Open(path, &Options{Scope: lazyScope, Mode: ModeReadOnly, Warn: io.Discard})
+		if err != nil {
+			if off < format.HeaderSize {
+				continue
+			}
+			t.Fatalf("flip at %d: %v", off, err)
+		}
+		r.Shuffle(len(probe), func(i, j int) { probe[i], probe[j] = probe[j], probe[i] })
+		wantFullLoad(t, c, d, probe)
+		if st, n := c.Stats(), scopeEntries(format.ReadContents(d, 0), h); st.Entries != n {
+			t.Fatalf("flip at %d: %d entries, a full load has %d", off, st.Entries, n)
+		}
+		sameAsEager(t, c, path, probe)
+		c.Close()
+	}
+}
+
+// A file whose chunk decodes beyond the decode budget makes the handle read
+// the whole file, which reports that chunk as damage, as Open always did.
+func TestLazyChunkBeyondBudget(t *testing.T) {
+	all := format.NewContents(1<<30, 0)
+	h := format.ScopeHash(lazyScope)
+	for i := 0; i < 40; i++ {
+		all.Put(h, format.Record{Key: lkey(i), Value: make([]byte, 64<<10)})
+	}
+	img := all.Encode(time.Now())
+	x := indexOf(t, img)
+	last := x.Chunks[len(x.Chunks)-1]
+	// Without the padding the budget does not cover the chunks.
+	unpadded := rewriteIndex(img[:last.Off+last.Len], uint64(last.Off+last.Len), x.Chunks)
+	path := writeFile(t, unpadded)
+	c := openLazyScope(t, path, Options{Mode: ModeReadOnly})
+	for i := 39; i >= 0; i-- { // the last chunks first
+		if v, ok, err := c.Get(lkey(i)); err != nil || (ok && !bytes.Equal(v, make([]byte, 64<<10))) {
+			t.Fatalf("%d: %v", i, err)
+		}
+	}
+	if lazyLeft(c) != -1 || c.Stats().DamagedBytes == 0 {
+		t.Fatalf("%d chunks left, %d bytes damaged", lazyLeft(c), c.Stats().DamagedBytes)
+	}
+	wantFullLoad(t, c, unpadded, [][]byte{lkey(0), lkey(39)})
+}
+
+// Finds, inserts, saves (compacting), loads and stats on a lazily opened
+// handle from many goroutines, then Close while they run: every value read
+// is one that was written (go test -race).
+func TestLazyConcurrent(t *testing.T) {
+	const n = 4000
+	path := writeFile(t, lazyImage(n))
+	c := openLazyScope(t, path, Options{CompactJournal: 64 << 10})
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	errc := make(chan error, 16)
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(g), 1))
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				i := r.IntN(n)
+				v, ok, err := c.Get(lkey(i))
+				if errors.Is(err, ErrClosed) {
+					return
+				}
+				if err != nil || !ok || (!bytes.Equal(v, lval(i, 0)) && !bytes.Equal(v, lval(i, 1))) {
+					errc <- fmt.Errorf("key %d: %q %v %v", i, v, ok, err)
+					return
+				}
+			}
+		}(g)
+	}
+	wg.Add(1)
+	busy := make(chan struct{})
+	inserted := 0 // new keys inserted: lkey(n) .. lkey(n+inserted-1)
+	go func() {   // overwrites keys, adds new ones, saves: compactions replace the file
+		defer wg.Done()
+		for i := 0; i < 600; i++ {
+			if i == 200 {
+				close(busy)
+			}
+			if err := c.Insert(lkey((i*7)%n), lval((i*7)%n, 1)); err != nil {
+				if !errors.Is(err, ErrClosed) {
+					errc <- err
+				}
+				return
+			}
+			if err := c.Insert(lkey(n+i), lval(n+i, 0)); err != nil {
+				if !errors.Is(err, ErrClosed) {
+					errc <- err
+				}
+				return
+			}
+			inserted = i + 1
+			if i%100 == 0 {
+				c.Save()
+				c.Load()
+				c.Stats()
+			}
+		}
+	}()
+	// A second handle opened lazily on the changing file.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for k := 0; k < 5; k++ {
+			o, err := Open(path, &Options{Scope: lazyScope, Warn: io.Discard})
+			if err != nil {
+				errc <- err
+				return
+			}
+			for i := 0; i < n; i += 501 {
+				if v, ok, err := o.Get(lkey(i)); err != nil || !ok || (!bytes.Equal(v, lval(i, 0)) && !bytes.Equal(v, lval(i, 1))) {
+					errc <- fmt.Errorf("second handle, key %d: %q %v %v", i, v, ok, err)
+				}
+			}
+			o.Close()
+		}
+	}()
+	<-busy // close while the others run
+	if err := c.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	close(stop)
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Error(err)
+	}
+	// Everything inserted is in the file.
+	after := openLazyScope(t, path, Options{})
+	for i := 0; i < inserted; i++ {
+		mustValue(t, after, lkey(n+i), lval(n+i, 0))
+	}
+	if inserted < 200 {
+		t.Fatalf("%d inserted before close", inserted)
+	}
+}
+
+// The system tier reads its file whole: it answers from memory.
+func TestLazySystemTierLoaded(t *testing.T) {
+	sys := writeFile(t, lazyImage(3000))
+	c := openLazyScope(t, filepath.Join(t.TempDir(), "own.ccdb"), Options{SystemPath: sys})
+	if c.system == nil || lazyLeft(c.system) != -1 {
+		t.Fatal("the system tier was left lazy")
+	}
+	mustValue(t, c, lkey(2999), lval(2999, 0))
+	if st := c.Stats(); st.HitsSystem != 1 {
+		t.Fatalf("%+v", st)
+	}
+}
+
+// scopeEntries counts the entries of one scope in a full decode.
+func scopeEntries(all *format.Contents, scope uint64) int {
+	n := 0
+	all.Each(func(e *format.Merged) {
+		if e.Scope == scope {
+			n++
+		}
+	})
+	return n
+}
+
+// sameAsEager checks that c, opened lazily on path, now reports and answers
+// what a handle that read the file whole at Open does.
+func sameAsEager(t *testing.T, c *Cache, path string, probe [][]byte) {
+	t.Helper()
+	openEager = true
+	e, err := Open(path, &Options{Scope: c.scope, Mode: ModeReadOnly, Warn: io.Discard})
+	openEager = false
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if e.lazy != nil {
+		t.Fatal("openEager opened lazily")
+	}
+	for _, k := range probe {
+		v1, ok1, err1 := c.Get(k)
+		v2, ok2, err2 := e.Get(k)
+		if ok1 != ok2 || !bytes.Equal(v1, v2) || (err1 == nil) != (err2 == nil) {
+			t.Fatalf("%.24q: lazy %q %v %v, eager %q %v %v", k, v1, ok1, err1, v2, ok2, err2)
+		}
+	}
+	s1, s2 := c.Stats(), e.Stats()
+	if s1.Entries != s2.Entries || s1.DamagedBytes != s2.DamagedBytes || s1.Snapshot != s2.Snapshot ||
+		s1.Journal != s2.Journal || s1.FileBytes != s2.FileBytes || !s1.LastCompaction.Equal(s2.LastCompaction) {
+		t.Fatalf("lazy %+v\neager %+v", s1, s2)
+	}
+	c.mu.Lock()
+	e.mu.Lock()
+	defer c.mu.Unlock()
+	defer e.mu.Unlock()
+	if c.snapEntries != e.snapEntries || c.journalPuts != e.journalPuts || c.off != e.off || len(c.scopes) != len(e.scopes) {
+		t.Fatalf("lazy: %d snapshot entries, %d puts, offset %d, %d scopes; eager: %d, %d, %d, %d",
+			c.snapEntries, c.journalPuts, c.off, len(c.scopes), e.snapEntries, e.journalPuts, e.off, len(e.scopes))
+	}
+}
+
+// indexedImage returns a file of the given chunk frames behind an index
+// listing them as list says.
+func indexedImage(chunks []byte, list []format.IndexedChunk) []byte {
+	img := format.EncodeHeader(time.Unix(1700000000, 0), format.HeaderCompacted)
+	n := len(indexFrame(0, list))
+	img = append(img, indexFrame(uint64(format.HeaderSize+n+len(chunks)), list)...)
+	return append(img, chunks...)
+}
+
+// A chunk that holds a key outside the range its index entry gives (here,
+// a key of the next chunk, with an older value) is not used: the handle
+// reads the file whole, and answers the later chunk's value.
+func TestLazyChunkOutsideItsRange(t *testing.T) {
+	// Chunk 0 holds b5 too, with an older value: its last key is past
+	// chunk 1's first.
+	h := format.ScopeHash(lazyScope)
+	c0, _, _ := format.AppendSnapshotFrames(nil, h, lazyScope, []format.Record{
+		{Key: []byte("a1"), Value: []byte("a1=v")}, {Key: []byte("a2"), Value: []byte("a2=v")}, {Key: []byte("b5"), Value: []byte("b5=old")}}, nil)
+	c1, _, _ := format.AppendSnapshotFrames(nil, h, lazyScope, []format.Record{
+		{Key: []byte("b1"), Value: []byte("b1=v")}, {Key: []byte("b5"), Value: []byte("b5=new")}}, nil)
+	list := []format.IndexedChunk{
+		{Scope: h, Len: int64(len(c0)), Count: 3, First: []byte("a1")},
+		{Scope: h, Len: int64(len(c1)), Count: 2, First: []byte("b1")},
+	}
+	img := indexedImage(append(c0, c1...), list)
+	indexOf(t, img)
+	path := writeFile(t, img)
+	c := openLazyScope(t, path, Options{Mode: ModeReadOnly})
+	if lazyLeft(c) != 2 {
+		t.Fatalf("not opened lazily: %d", lazyLeft(c))
+	}
+	mustValue(t, c, []byte("a1"), []byte("a1=v")) // decodes chunk 0: not what the index says
+	mustValue(t, c, []byte("b5"), []byte("b5=new"))
+	if lazyLeft(c) != -1 {
+		t.Fatal("the handle is still lazy")
+	}
+	sameAsEager(t, c, path, [][]byte{[]byte("a1"), []byte("a2"), []byte("b1"), []byte("b5")})
+}
+
+// The padding between the chunks and the journal is checked at Open: a
+// frame hidden in a damaged pad frame, which a full scan finds, is found.
+func TestLazyPaddingChecked(t *testing.T) {
+	all := format.NewContents(1<<30, 0)
+	h := format.ScopeHash(lazyScope)
+	for i := 0; i < 40; i++ {
+		all.Put(h, format.Record{Key: lkey(i), Value: make([]byte, 64<<10)})
+	}
+	img := all.Encode(time.Now())
+	x := indexOf(t, img)
+	last := x.Chunks[len(x.Chunks)-1]
+	pad := last.Off + last.Len // the first pad frame
+	if x.End-pad < 4096 {
+		t.Fatalf("%d bytes of padding", x.End-pad)
+	}
+	hidden := format.AppendPutFrame(nil, h, 1, []byte("hidden"), []byte("in the padding"))
+	copy(img[pad+1000:], hidden)
+	path := writeFile(t, img)
+	c := openLazyScope(t, path, Options{Mode: ModeReadOnly})
+	if lazyLeft(c) != -1 {
+		t.Fatal("opened lazily through damaged padding")
+	}
+	mustValue(t, c, []byte("hidden"), []byte("in the padding"))
+	mustValue(t, c, lkey(3), make([]byte, 64<<10))
+	// Intact padding is no obstacle.
+	c = openLazyScope(t, writeFile(t, all.Encode(time.Now())), Options{Mode: ModeReadOnly})
+	if lazyLeft(c) != len(x.Chunks) {
+		t.Fatalf("intact padding: %d chunks left of %d", lazyLeft(c), len(x.Chunks))
+	}
+	mustValue(t, c, lkey(3), make([]byte, 64<<10))
+}
