@@ -45,6 +45,8 @@ type lazySnapshot struct {
 	run    []format.IndexedChunk // this scope's chunks, in key order
 	loaded []bool
 	left   int // chunks of run not loaded yet
+	hint   int // entries of this scope in the snapshot (a bounded hint)
+	added  int // keys the chunks added to the index
 
 	buf  []byte          // one chunk's frame, as read
 	zbuf []byte          // decompression scratch
@@ -56,6 +58,10 @@ type lazySnapshot struct {
 // firstRead is how much of a file Open reads first: the header and, in
 // most files, the whole index (about 120 bytes per 1,000 entries).
 const firstRead = 64 << 10
+
+// firstTable is how many entries the index's table holds at Open, before
+// it grows to what the whole snapshot needs (see decodeChunk).
+const firstTable = 2048
 
 // chunkDecodes counts the snapshot chunks decoded lazily, for tests.
 var chunkDecodes atomic.Int64
@@ -108,8 +114,8 @@ func (c *Cache) openLazy(f vfs.File) (bool, error) {
 	c.compacted = true
 	c.snapEntries, c.journalPuts = snapEntries, 0
 	c.budget, c.budgetEnd, c.tailMark = format.NewBudget(size), size, tailMark{}
-	c.idx.Store(newIndex(int(hint)))
-	c.lazy = &lazySnapshot{run: run, loaded: make([]bool, len(run)), left: len(run), damaged: c.st.damaged.Load()}
+	c.idx.Store(newIndex(int(min(hint, firstTable))))
+	c.lazy = &lazySnapshot{run: run, loaded: make([]bool, len(run)), left: len(run), hint: int(hint), damaged: c.st.damaged.Load()}
 	// The journal, read as a refresh reads what was appended.
 	return true, c.refresh(false)
 }
@@ -238,10 +244,28 @@ func (c *Cache) decodeChunk(z *lazySnapshot, i int) bool {
 	if name != "" && format.ScopeHash(name) == c.scopeHash {
 		v.Scope(c.scopeHash, name) // as a full load's decoder tells it
 	}
+	// The table starts small: each entry put in a large one that is new
+	// touches a page of its own, and the first answer would pay a page
+	// fault per entry of its chunk. Once the first chunks outgrow it, it
+	// grows to what the whole scope needs, as a full load sizes it.
+	if need := v.ix.n + len(recs); need*4 > len(v.ix.tab.Load().slots)*3 {
+		for need = max(need, z.hint); need*4 > len(v.ix.tab.Load().slots)*3; {
+			v.ix.grow()
+		}
+	}
+	// Keys the index holds from elsewhere (the journal, this handle's
+	// inserts) are newer and stay. Other chunks' keys cannot be this
+	// chunk's: when the index holds nothing else, none needs looking up.
+	foreign := v.ix.n > z.added
 	for _, r := range recs {
 		h := xxhash.Sum64(r.Key)
-		if _, _, ok := v.ix.lookup(r.Key, h); !ok {
-			v.ix.put(r.Key, r.Value, h, entryFromFile, 0)
+		if foreign {
+			if _, _, ok := v.ix.lookup(r.Key, h); ok {
+				continue
+			}
+		}
+		if v.ix.put(r.Key, r.Value, h, entryFromFile, 0) {
+			z.added++
 		}
 	}
 	return true
