@@ -151,6 +151,7 @@ func FuzzLoadFile(f *testing.F) {
 	f.Add(s.data)
 	f.Add(s.data[:format.HeaderSize])
 	f.Add(append(bytes.Clone(s.data), "trailing garbage"...))
+	f.Add(indexedSample())
 	for _, b := range hostileSeeds() {
 		f.Add(b)
 	}

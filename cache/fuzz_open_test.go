@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/cespare/xxhash/v2"
 
@@ -31,10 +32,28 @@ func hostileSeeds() [][]byte {
 	return out
 }
 
+// indexedSample is the sample file as compaction writes it: the snapshot
+// index, the chunks, then the sample's journal, so that a handle opens it
+// lazily.
+func indexedSample() []byte {
+	data := buildSample().data
+	img := format.ReadContents(data, 0).Encode(time.Unix(1700000000, 0))
+	end := int64(format.HeaderSize)
+	format.Scan(data[format.HeaderSize:], format.HeaderSize, true, func(f format.Frame) {
+		if format.ExtendsSnapshot(f, end) {
+			end = f.End()
+		} else {
+			img = append(img, data[f.Off:f.End()]...)
+		}
+	}, nil)
+	return img
+}
+
 func addSeeds(f *testing.F) {
 	s := buildSample()
 	f.Add(s.data)
 	f.Add(s.data[:format.HeaderSize])
+	f.Add(indexedSample())
 	for _, b := range hostileSeeds() {
 		f.Add(b)
 	}

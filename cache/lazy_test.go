@@ -771,3 +771,20 @@ func TestLazyPaddingChecked(t *testing.T) {
 	}
 	mustValue(t, c, lkey(3), make([]byte, 64<<10))
 }
+
+// The fuzz targets' indexed seed opens lazily and answers as the sample.
+func TestLazyIndexedSample(t *testing.T) {
+	data := indexedSample()
+	c, err := Open(writeFile(t, data), &Options{Scope: sampleScope, Mode: ModeReadOnly, Warn: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if lazyLeft(c) != 1 {
+		t.Fatalf("%d chunks left", lazyLeft(c))
+	}
+	for _, e := range buildSample().entries {
+		mustValue(t, c, e.key, e.value)
+	}
+	mustAbsent(t, c, []byte("other-key"))
+}
