@@ -115,8 +115,8 @@ func decodes(fn func()) int64 {
 // decode of data finds, with that value, and misses keys it does not find.
 func wantFullLoad(t *testing.T, c *Cache, data []byte, probe [][]byte) {
 	t.Helper()
-	want := format.ReadContents(data, 0)
 	h := format.ScopeHash(c.scope)
+	want := format.ReadContentsOf(data, h)
 	for _, k := range probe {
 		v, ok, err := c.Get(k)
 		if err != nil {
@@ -442,7 +442,7 @@ func TestLazyHostileIndex(t *testing.T) {
 			if lazy := lazyLeft(c) >= 0; lazy == refused[name] {
 				t.Fatalf("opened lazily: %v", lazy)
 			}
-			want := format.ReadContents(data, 0)
+			want := format.ReadContentsOf(data, h)
 			for _, k := range probe {
 				v, ok, err := c.Get(k)
 				e := want.Find(h, xxhash.Sum64(k), k)
@@ -507,7 +507,7 @@ func TestLazyFlipBytes(t *testing.T) {
 		}
 		r.Shuffle(len(probe), func(i, j int) { probe[i], probe[j] = probe[j], probe[i] })
 		wantFullLoad(t, c, d, probe)
-		if st, n := c.Stats(), scopeEntries(format.ReadContents(d, 0), h); st.Entries != n {
+		if st, n := c.Stats(), scopeEntries(format.ReadContentsOf(d, h), h); st.Entries != n {
 			t.Fatalf("flip at %d: %d entries, a full load has %d", off, st.Entries, n)
 		}
 		sameAsEager(t, c, path, probe)

@@ -31,6 +31,7 @@ type Contents struct {
 	budget  Budget  // what is left to decode
 	dec     Decoder // keeps decoded chunks: the records alias them
 	scratch []byte  // encoding scratch
+	only    *uint64 // decode only this scope's snapshot chunks (ReadContentsOf)
 }
 
 type Merged struct {
@@ -118,7 +119,7 @@ type merger struct{ c *Contents }
 
 func (m merger) Put(scope uint64, r Record)  { m.c.Put(scope, r) }
 func (m merger) Scope(h uint64, name string) { m.c.Names[h] = name }
-func (m merger) Chunk(uint64) bool           { return true }
+func (m merger) Chunk(s uint64) bool         { return m.c.only == nil || *m.c.only == s }
 func (m merger) Damaged(d Damage)            { m.c.Damaged = append(m.c.Damaged, d) }
 func (m merger) Touch(scope uint64, t int64, keyHash uint64) {
 	k := [2]uint64{scope, keyHash}
@@ -129,6 +130,20 @@ func (m merger) Touch(scope uint64, t int64, keyHash uint64) {
 // The header must already be valid.
 func ReadContents(buf []byte, n int) *Contents {
 	c := NewContents(int64(len(buf)), n)
+	Scan(buf[HeaderSize:], HeaderSize, true, c.Add, func(d Damage) {
+		c.Damaged = append(c.Damaged, d)
+	})
+	c.ApplyTouches()
+	return c
+}
+
+// ReadContentsOf is ReadContents for one scope's reader: it decodes only
+// the snapshot chunks of that scope, as the engine does, so that other
+// scopes' chunks do not spend the decode budget. It is what a handle of
+// that scope must find in buf (tests use it as their oracle).
+func ReadContentsOf(buf []byte, scope uint64) *Contents {
+	c := NewContents(int64(len(buf)), 0)
+	c.only = &scope
 	Scan(buf[HeaderSize:], HeaderSize, true, c.Add, func(d Damage) {
 		c.Damaged = append(c.Damaged, d)
 	})
