@@ -337,7 +337,15 @@ func indexFrame(end uint64, chunks []format.IndexedChunk) []byte {
 	return format.AppendFrame(nil, format.TypePad, format.PadIndex, p)
 }
 
-func indexOf(t *testing.T, img []byte) format.SnapshotIndex {
+// with returns a copy of chunks changed by edit.
+func with(chunks []format.IndexedChunk, edit func(ch []format.IndexedChunk)) []format.IndexedChunk {
+	chs := make([]format.IndexedChunk, len(chunks))
+	copy(chs, chunks)
+	edit(chs)
+	return chs
+}
+
+func indexOf(t testing.TB, img []byte) format.SnapshotIndex {
 	t.Helper()
 	fl := format.FrameLen(img[format.HeaderSize:])
 	fr, ok := format.ParseFrame(img[format.HeaderSize:format.HeaderSize+fl], format.HeaderSize)
@@ -364,12 +372,6 @@ func TestLazyHostileIndex(t *testing.T) {
 	for x.Chunks[j].Scope != h {
 		j++
 	}
-	with := func(edit func(ch []format.IndexedChunk)) []format.IndexedChunk {
-		chs := make([]format.IndexedChunk, len(x.Chunks))
-		copy(chs, x.Chunks)
-		edit(chs)
-		return chs
-	}
 	end := uint64(x.End)
 	cases := map[string][]byte{
 		"intact": good,
@@ -384,31 +386,31 @@ func TestLazyHostileIndex(t *testing.T) {
 			reseal(b[format.HeaderSize:])
 			return b
 		}(),
-		"chunk past EOF": rewriteIndex(good, end, with(func(c []format.IndexedChunk) { c[j+1].Len = int64(len(good)) })),
-		"chunks overlap": rewriteIndex(good, end, with(func(c []format.IndexedChunk) {
+		"chunk past EOF": rewriteIndex(good, end, with(x.Chunks, func(c []format.IndexedChunk) { c[j+1].Len = int64(len(good)) })),
+		"chunks overlap": rewriteIndex(good, end, with(x.Chunks, func(c []format.IndexedChunk) {
 			c[j].Len -= 100
 			c[j+1].Len += 100
 		})),
-		"huge count": rewriteIndex(good, end, with(func(c []format.IndexedChunk) { c[j+1].Count = 1<<32 - 1 })),
-		"count lies": rewriteIndex(good, end, with(func(c []format.IndexedChunk) { c[j+2].Count-- })),
+		"huge count": rewriteIndex(good, end, with(x.Chunks, func(c []format.IndexedChunk) { c[j+1].Count = 1<<32 - 1 })),
+		"count lies": rewriteIndex(good, end, with(x.Chunks, func(c []format.IndexedChunk) { c[j+2].Count-- })),
 		// Another scope's chunk, whole and sorted, said to be this
 		// scope's: its keys would be this scope's answers.
-		"wrong scope":  rewriteIndex(good, end, with(func(c []format.IndexedChunk) { c[j-1].Scope = h })),
+		"wrong scope":  rewriteIndex(good, end, with(x.Chunks, func(c []format.IndexedChunk) { c[j-1].Scope = h })),
 		"end too far":  rewriteIndex(good, end+1, x.Chunks),
 		"end too near": rewriteIndex(good, end-uint64(run[len(run)-1].Len), x.Chunks),
-		"key order": rewriteIndex(good, end, with(func(c []format.IndexedChunk) {
+		"key order": rewriteIndex(good, end, with(x.Chunks, func(c []format.IndexedChunk) {
 			c[j+1].First, c[j+2].First = c[j+2].First, c[j+1].First
 		})),
 		// Forged but consistent: chunk 2's first key later than it is,
 		// so the keys before it are sent to chunk 1; earlier; the last
 		// chunk said to be another scope's.
-		"forged: first key later": rewriteIndex(good, end, with(func(c []format.IndexedChunk) {
+		"forged: first key later": rewriteIndex(good, end, with(x.Chunks, func(c []format.IndexedChunk) {
 			c[j+2].First = append(bytes.Clone(c[j+2].First[:len(c[j+2].First)-1]), 'z')
 		})),
-		"forged: first key earlier": rewriteIndex(good, end, with(func(c []format.IndexedChunk) {
+		"forged: first key earlier": rewriteIndex(good, end, with(x.Chunks, func(c []format.IndexedChunk) {
 			c[j+2].First = append(bytes.Clone(c[j+1].First), 'z')
 		})),
-		"forged: scope": rewriteIndex(good, end, with(func(c []format.IndexedChunk) { c[j+len(run)-1].Scope = h + 1 })),
+		"forged: scope": rewriteIndex(good, end, with(x.Chunks, func(c []format.IndexedChunk) { c[j+len(run)-1].Scope = h + 1 })),
 		"chunk damaged": func() []byte {
 			b := bytes.Clone(good)
 			b[run[2].Off+run[2].Len/2] ^= 0x40
@@ -665,10 +667,12 @@ func scopeEntries(all *format.Contents, scope uint64) int {
 	return n
 }
 
-// sameAsEager checks that c, opened lazily on path, now reports and answers
-// what a handle that read the file whole at Open does.
+// sameAsEager checks that c, opened lazily on path, once Stats has read
+// the file whole, reports and answers what a handle that read it whole at
+// Open does.
 func sameAsEager(t *testing.T, c *Cache, path string, probe [][]byte) {
 	t.Helper()
+	c.Stats()
 	openEager = true
 	e, err := Open(path, &Options{Scope: c.scope, Mode: ModeReadOnly, Warn: io.Discard})
 	openEager = false
@@ -787,4 +791,147 @@ func TestLazyIndexedSample(t *testing.T) {
 		mustValue(t, c, e.key, e.value)
 	}
 	mustAbsent(t, c, []byte("other-key"))
+}
+
+// FuzzLazyIndex opens an indexed file whose index payload is the fuzzer's,
+// sealed with a valid checksum: only its content can tell it is wrong.
+// Whatever it says, a handle answers each key with a value the file holds
+// for that key in its scope, or misses; and once Stats has read the file
+// whole, it answers exactly as a handle that read it whole at Open.
+func FuzzLazyIndex(f *testing.F) {
+	img := lazyImage(2500)
+	h := format.ScopeHash(lazyScope)
+	img = format.AppendScopeFrame(img, h, lazyScope)
+	for i := 0; i < 2500; i += 300 {
+		img = format.AppendPutFrame(img, h, 1700000000001, lkey(i), lval(i, 9))
+	}
+	n := format.FrameLen(img[format.HeaderSize:])
+	rest := img[format.HeaderSize+n:]
+	f.Add(img[format.HeaderSize+format.FrameHeaderSize : format.HeaderSize+n])
+	x := indexOf(f, img)
+	swapped := with(x.Chunks, func(c []format.IndexedChunk) { c[1].Scope, c[2].Scope = c[2].Scope, c[1].Scope })
+	f.Add(indexFrame(uint64(x.End), swapped)[format.FrameHeaderSize:])
+	var probe [][]byte
+	for i := 0; i < 2600; i += 61 {
+		probe = append(probe, lkey(i))
+	}
+	probe = append(probe, okey(0), []byte("a"), []byte("zzz"))
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		if len(payload) > 1<<16 {
+			return
+		}
+		data := append(bytes.Clone(img[:format.HeaderSize]), format.AppendFrame(nil, format.TypePad, format.PadIndex, payload)...)
+		data = append(data, rest...)
+		path := filepath.Join(t.TempDir(), "fuzz.ccdb")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c, err := Open(path, &Options{Scope: lazyScope, Mode: ModeReadOnly, Warn: io.Discard})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		for _, k := range probe {
+			v, ok, err := c.Get(k)
+			if err != nil {
+				t.Fatalf("%.20q: %v", k, err)
+			}
+			var i int
+			if ok && (!bytes.HasPrefix(k, []byte("lazy-key-")) || func() bool {
+				fmt.Sscanf(string(k), "lazy-key-%06d", &i)
+				return !bytes.Equal(v, lval(i, 0)) && !bytes.Equal(v, lval(i, 9))
+			}()) {
+				t.Fatalf("%.20q: %q is no value of it", k, v)
+			}
+		}
+		sameAsEager(t, c, path, probe)
+	})
+}
+
+// Random edits of a real index, sealed with valid checksums (a forger's
+// indexes rather than a fuzzer's bytes): each handle answers with values
+// the file holds for each key, or misses, and after Stats exactly as one
+// that read the file whole.
+func TestLazyRandomIndexEdits(t *testing.T) {
+	img := lazyImage(2500)
+	h := format.ScopeHash(lazyScope)
+	img = format.AppendScopeFrame(img, h, lazyScope)
+	for i := 0; i < 2500; i += 300 {
+		img = format.AppendPutFrame(img, h, 1700000000001, lkey(i), lval(i, 9))
+	}
+	x := indexOf(t, img)
+	var probe [][]byte
+	for i := 0; i < 2600; i += 53 {
+		probe = append(probe, lkey(i))
+	}
+	for _, ch := range x.Chunks {
+		probe = append(probe, ch.First)
+	}
+	probe = append(probe, okey(0), okey(2))
+	r := rand.New(rand.NewPCG(5, 5))
+	lazyCount := 0
+	for trial := 0; trial < 150; trial++ {
+		end := uint64(x.End)
+		chunks := with(x.Chunks, func(c []format.IndexedChunk) {
+			for e := 0; e < 1+r.IntN(3); e++ {
+				i := r.IntN(len(c))
+				switch r.IntN(7) {
+				case 0:
+					j := r.IntN(len(c))
+					c[i].Scope, c[j].Scope = c[j].Scope, c[i].Scope
+				case 1:
+					c[i].Scope = h
+				case 2:
+					c[i].Count = uint32(int(c[i].Count) + r.IntN(5) - 2)
+				case 3:
+					k := bytes.Clone(c[i].First)
+					k[r.IntN(len(k))] += byte(r.IntN(3) - 1)
+					c[i].First = k
+				case 4:
+					k := bytes.Clone(c[r.IntN(len(c))].First)
+					c[i].First = k[:1+r.IntN(len(k))]
+				case 5:
+					d := int64(r.IntN(64) - 32)
+					c[i].Len += d
+					if i+1 < len(c) && r.IntN(2) == 0 {
+						c[i+1].Len -= d
+					}
+				case 6:
+					end = uint64(int64(end) + int64(r.IntN(64)-32))
+				}
+			}
+		})
+		data := rewriteIndex(img, end, chunks)
+		path := filepath.Join(t.TempDir(), "edit.ccdb")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c, err := Open(path, &Options{Scope: lazyScope, Mode: ModeReadOnly, Warn: io.Discard})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lazyLeft(c) >= 0 {
+			lazyCount++
+		}
+		r.Shuffle(len(probe), func(i, j int) { probe[i], probe[j] = probe[j], probe[i] })
+		for _, k := range probe {
+			v, ok, err := c.Get(k)
+			if err != nil {
+				t.Fatalf("trial %d, %.20q: %v", trial, k, err)
+			}
+			var i int
+			if ok && (!bytes.HasPrefix(k, []byte("lazy-key-")) || func() bool {
+				fmt.Sscanf(string(k), "lazy-key-%06d", &i)
+				return !bytes.Equal(v, lval(i, 0)) && !bytes.Equal(v, lval(i, 9))
+			}()) {
+				t.Fatalf("trial %d, %.20q: %q is no value of it", trial, k, v)
+			}
+		}
+		sameAsEager(t, c, path, probe)
+		c.Close()
+	}
+	if lazyCount < 20 {
+		t.Fatalf("only %d of 150 edited indexes were used at all", lazyCount)
+	}
+	t.Logf("%d of 150 edited indexes opened lazily", lazyCount)
 }
