@@ -20,6 +20,10 @@
 // Find answers from an in-memory index without taking any lock. On a miss it
 // first checks the file for records other processes appended (one fstat when
 // nothing changed), so a process sees its peers' results without reloading.
+// Open reads a compacted file's header, snapshot index and journal, not its
+// snapshot: a miss decodes the one snapshot chunk that can hold its key, so
+// a cold process's first answer costs about the same whatever the file's
+// size (see Snapshot index).
 // Insert appends a record to the file before it returns, under an exclusive
 // lock on a sidecar file (package lock); a process killed right after loses
 // nothing. Save fsyncs. When the journal of appended records has grown past
@@ -55,15 +59,66 @@
 //	                 uvarint name len | name | varint base ms |
 //	                 { uvarint klen | uvarint vlen | uvarint inserted-base |
 //	                   uvarint used-inserted | key | value } ...
-//	type 5 pad       ignored bytes (see Bounds)
+//	type 5 pad       ignored bytes (see Bounds); with flags&1, the snapshot
+//	                 index: layout u8 = 1 | snapshot end u64 | uvarint chunks |
+//	                 { scope hash u64 | uvarint frame bytes | uvarint entries |
+//	                   uvarint first-key len | first key } ...
 //
 // Readers skip frame types they do not know. A zstd body is exactly one
 // zstd frame, without a dictionary.
 //
-// Scope and key hashes are XXH64 (seed 0). A compacted file is the header, a
-// run of snapshot frames (the snapshot), then the journal: put, scope and
-// touch frames appended by writers. A put's scope is named by a scope frame
-// earlier in the same file.
+// Scope and key hashes are XXH64 (seed 0). A compacted file is the header,
+// the snapshot, then the journal:
+//
+//	header | index | chunk | chunk | ... | pad ... | put, scope, touch frames ...
+//	       |<------------- snapshot ------------->|<-------- journal -------->
+//
+// The snapshot is the run of snapshot and pad frames after the header: the
+// snapshot index (a pad frame, so a reader that does not know it skips it),
+// the chunks (one scope's entries each, scopes in hash order, keys sorted
+// within a scope, each chunk's first key after the last key of the one
+// before), and pad frames if the chunks need them (see Bounds). The journal
+// is what writers appended since. A put's scope is named by a scope frame
+// earlier in the same file. A file compacted down to no entries, or written
+// before the index existed, has no index.
+//
+// # Snapshot index
+//
+// The index lists every chunk in file order: its scope, its frame's length
+// (the first chunk starts right after the index, each next one right after
+// the one before), its entry count and its first key; and the snapshot's
+// end, where the journal starts. Open reads the header, the index and the
+// journal; a find that misses in memory decodes the chunk of its scope whose
+// first key is the greatest not after its key, and adds that chunk's entries
+// to the index, except keys the journal or the handle wrote (they are newer).
+//
+// Like everything in a file, the index is a hint. Open uses it only if it is
+// a valid frame, well formed, its counts and lengths bounded by its bytes,
+// its chunks in order and within the file, the pad frames up to the end it
+// gives valid. A chunk is used through it only if it is a valid snapshot
+// frame of the handle's scope holding exactly what the index says: as many
+// entries, keys sorted from its first key and before the next chunk's. A
+// handle that meets anything else (a damaged chunk, a mismatch, a read
+// error, a chunk beyond the decode budget) reads the whole file at once,
+// and answers from that, as a handle of a file without an index does.
+//
+// # Versions and compatibility
+//
+// The header's version is the file format's version: 1. It changes only for
+// a change that a reader of the previous version could misread; such a
+// reader then refuses the file (ErrFormat: newer than this library) and
+// never writes it. Additions that readers skip by the rules above keep the
+// version: new frame types, frame flags and header flags, the snapshot index.
+//
+//   - A reader older than the index reads a file with one whole, as it reads
+//     any file: the index is a pad frame to it, part of the snapshot, so its
+//     snapshot and journal are where newer readers see them. A compaction it
+//     runs writes a file without an index, which newer readers read whole
+//     until a newer version compacts it again.
+//   - A newer reader reads a file without an index (written by an older
+//     version, or never compacted) whole, as before.
+//   - An index whose layout byte it does not know is skipped: the file is
+//     read whole. The index's layout changes without a new format version.
 //
 // # Bounds
 //
@@ -88,6 +143,8 @@
 //     the file changes.
 //   - Keys take index slots from their hash times a multiplier chosen at
 //     random per index, so a file cannot plant keys that all collide.
+//   - A lazily opened handle decodes chunks within the same budget as a
+//     full read; the snapshot index costs memory bounded by its bytes.
 //
 // # Damage
 //
@@ -116,4 +173,15 @@
 //     reported: their locks and rename are weaker than a local disk's.
 //   - A hit does not write the file. Use of entries is recorded in memory and
 //     written as touch frames by Save and Close, for LRU eviction.
+//   - A handle opened lazily holds only the chunks its finds needed; Stats
+//     reads the rest of the file first, so that its Entries and MemBytes
+//     count the whole file (it then costs what Open cost before the index).
+//   - A chunk is checked against the index when it is decoded, not before.
+//     Until a handle reads the file whole, an index forged with valid
+//     checksums (consistent, but false about a chunk not yet decoded) can
+//     hide keys of that chunk, or that a later chunk repeats a key: a find
+//     then misses, or returns another value the file holds for that key in
+//     that scope, never another key's or another scope's. Whoever can write
+//     such a file could as well have written those values. Damage never
+//     does this: it breaks a checksum.
 package cache

@@ -1,5 +1,6 @@
 // Package format is the convcache file format: the header, the frames and
-// their codecs (put, scope, touch, snapshot, pad), the scan that finds valid
+// their codecs (put, scope, touch, snapshot, pad, the snapshot index that
+// lets a reader decode one chunk without the others), the scan that finds valid
 // frames after damage in linear time, the decode budget that bounds what a
 // hostile file can cost, and the merged contents of a whole file that
 // compaction and the offline tools work on.
