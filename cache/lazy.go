@@ -5,8 +5,6 @@ import (
 	"io"
 	"sync/atomic"
 
-	"github.com/cespare/xxhash/v2"
-
 	"github.com/convcache/convcache/internal/format"
 	"github.com/convcache/convcache/internal/vfs"
 )
@@ -114,7 +112,7 @@ func (c *Cache) openLazy(f vfs.File) (bool, error) {
 	c.compacted = true
 	c.snapEntries, c.journalPuts = snapEntries, 0
 	c.budget, c.budgetEnd, c.tailMark = format.NewBudget(size), size, tailMark{}
-	c.idx.Store(newIndex(int(min(hint, firstTable))))
+	c.setIndex(newIndex(int(min(hint, firstTable))))
 	c.lazy = &lazySnapshot{run: run, loaded: make([]bool, len(run)), left: len(run), hint: int(hint), damaged: c.st.damaged.Load()}
 	// The journal, read as a refresh reads what was appended.
 	return true, c.refresh(false)
@@ -248,8 +246,8 @@ func (c *Cache) decodeChunk(z *lazySnapshot, i int) bool {
 	// touches a page of its own, and the first answer would pay a page
 	// fault per entry of its chunk. Once the first chunks outgrow it, it
 	// grows to what the whole scope needs, as a full load sizes it.
-	if need := v.ix.n + len(recs); need*4 > len(v.ix.tab.Load().slots)*3 {
-		for need = max(need, z.hint); need*4 > len(v.ix.tab.Load().slots)*3; {
+	if need := v.ix.n + len(recs); need*5 > len(v.ix.tab.Load().slots)*4 {
+		for need = max(need, z.hint); need*5 > len(v.ix.tab.Load().slots)*4; {
 			v.ix.grow()
 		}
 	}
@@ -258,13 +256,13 @@ func (c *Cache) decodeChunk(z *lazySnapshot, i int) bool {
 	// chunk's: when the index holds nothing else, none needs looking up.
 	foreign := v.ix.n > z.added
 	for _, r := range recs {
-		h := xxhash.Sum64(r.Key)
+		h := keyHash(r.Key)
 		if foreign {
 			if _, _, ok := v.ix.lookup(r.Key, h); ok {
 				continue
 			}
 		}
-		if v.ix.put(r.Key, r.Value, h, entryFromFile, 0) {
+		if v.ix.put(r.Key, r.Value, h, entryFromFile|entryCold, 0) {
 			z.added++
 		}
 	}
