@@ -63,7 +63,8 @@ type index struct {
 	live       []int32  // entries in use, by chunk
 	cold       []bool   // by chunk: holds entries loaded from the file
 	coldLeft   int      // chunks with cold set, not yet freed
-	fill       int      // bytes used in the last chunk
+	cur        [2]int   // the chunk each stream fills (index_shared.go: hot 0, cold 1); 0: none yet
+	fill       [2]int   // bytes used in it
 	n          int      // keys
 	liveBytes  int64    // key+value bytes of current entries
 	arenaBytes int64
@@ -127,13 +128,14 @@ func newIndex(sizeHint int) *index {
 		slots *= 2
 	}
 	ix.tab.Store(newTable(slots))
-	// Reserve ref 0, which marks an empty slot.
-	ix.addChunk(firstChunk)
-	ix.fill = 8
+	// Chunk 0 is a placeholder that holds no entry: ref 0 marks an empty
+	// slot, and cur 0 a stream without a chunk yet.
+	ix.addChunk(8)
 	return ix
 }
 
-func (ix *index) addChunk(size int) {
+// addChunk appends a chunk of size bytes and returns its number.
+func (ix *index) addChunk(size int) int {
 	c := make([]byte, size)
 	hugePages(c)
 	ix.cs = append(ix.cs, c)
@@ -142,11 +144,11 @@ func (ix *index) addChunk(size int) {
 	ix.chunkPins = append(ix.chunkPins, nil)
 	cs := ix.cs // a new slice header; the old one stays valid for readers
 	ix.chunks.Store(&cs)
-	ix.fill = 0
 	ix.arenaBytes += int64(size)
 	if ix.pub != nil {
 		ix.pinChunk(len(ix.cs) - 1)
 	}
+	return len(ix.cs) - 1
 }
 
 // lookup returns the chunk and offset of key's entry.
@@ -188,34 +190,42 @@ func entryFlags(c []byte, off int) uint32 {
 	return binary.LittleEndian.Uint32(c[off+12:])
 }
 
-// alloc copies an entry into the arena and returns its reference.
+// alloc copies an entry into the arena and returns its reference. Entries
+// loaded from the file (cold) and the rest are kept in chunks of their own,
+// two streams (index_shared.go), so that a chunk of cold entries is freed
+// once they have all moved.
 func (ix *index) alloc(key, value []byte, flags, used uint32) uint64 {
 	size := (entryHeader + len(key) + len(value) + 7) &^ 7
-	last := len(ix.cs) - 1
-	// A used entry never shares a chunk with cold ones (index_shared.go),
-	// so that a cold chunk is freed once its entries have all moved.
-	if ix.fill+size > len(ix.cs[last]) || (ix.cold[last] && flags&entryCold == 0) {
-		next := min(2*len(ix.cs[last]), growChunk)
+	st := 0
+	if flags&entryCold != 0 {
+		st = 1
+	}
+	n := ix.cur[st]
+	if n == 0 || ix.fill[st]+size > len(ix.cs[n]) {
+		next := firstChunk
+		if n != 0 {
+			next = min(2*len(ix.cs[n]), growChunk)
+		}
 		for next < size {
 			next *= 2
 		}
-		ix.addChunk(next)
-		last++
+		n = ix.addChunk(next)
+		ix.cur[st], ix.fill[st] = n, 0
+		if st == 1 {
+			ix.cold[n] = true
+			ix.coldLeft++
+		}
 	}
-	c, off := ix.cs[last], ix.fill
+	c, off := ix.cs[n], ix.fill[st]
 	binary.LittleEndian.PutUint32(c[off:], uint32(len(key)))
 	binary.LittleEndian.PutUint32(c[off+4:], uint32(len(value)))
 	binary.LittleEndian.PutUint32(c[off+8:], used)
 	binary.LittleEndian.PutUint32(c[off+12:], flags)
 	copy(c[off+entryHeader:], key)
 	copy(c[off+entryHeader+len(key):], value)
-	ix.fill += size
-	ix.live[last]++
-	if flags&entryCold != 0 && !ix.cold[last] {
-		ix.cold[last] = true
-		ix.coldLeft++
-	}
-	return uint64(last)<<chunkOffBits | uint64(off)
+	ix.fill[st] += size
+	ix.live[n]++
+	return uint64(n)<<chunkOffBits | uint64(off)
 }
 
 // put sets key's value. It reports whether the index changed (false when the

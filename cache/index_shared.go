@@ -15,7 +15,8 @@ import (
 // # Entries by first use
 //
 // A load puts the file's entries into the arena in file order (keys sorted
-// per scope), marked cold. The first find of a cold entry moves it: the hit
+// per scope), marked cold, in chunks of their own: the arena is filled by
+// two streams, cold entries and the rest (alloc). The first find of a cold entry moves it: the hit
 // path in C does not answer cold entries, so that find enters Go, which
 // copies the entry to the end of the arena and points its slot there. The
 // arena so fills in the order the process first asks for its keys, which is
@@ -110,11 +111,16 @@ func (ix *index) retire() {
 }
 
 // release notes that the entry at ref is no longer referenced, and frees
-// its chunk once no entry in it is, unless it is the chunk being filled.
+// its chunk once no entry in it is (a stream filling it starts a new one).
 func (ix *index) release(ref uint64) {
 	n := int(ref >> chunkOffBits)
-	if ix.live[n]--; ix.live[n] > 0 || n == len(ix.cs)-1 {
+	if ix.live[n]--; ix.live[n] > 0 {
 		return
+	}
+	for st := range ix.cur {
+		if ix.cur[st] == n {
+			ix.cur[st], ix.fill[st] = 0, 0
+		}
 	}
 	size := int64(len(ix.cs[n]))
 	cs := slices.Clone(ix.cs) // readers may hold the old slice
