@@ -17,7 +17,10 @@
 // handles of their own scope. Keys are compared in full, never by hash
 // alone.
 //
-// Find answers from an in-memory index without taking any lock. On a miss it
+// Find answers from an in-memory index without taking any lock. With a
+// Publisher (the C library) the index is also read from C, so that a hit
+// through the C ABI never enters Go (shared.go); its entries are then laid
+// out in the order the process first uses them (index_shared.go). On a miss it
 // first checks the file for records other processes appended (one fstat when
 // nothing changed), so a process sees its peers' results without reloading.
 // Open reads a compacted file's header, snapshot index and journal, not its

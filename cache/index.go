@@ -153,6 +153,7 @@ func (ix *index) addChunk(size int) int {
 
 // lookup returns the chunk and offset of key's entry.
 func (ix *index) lookup(key []byte, h uint64) (c []byte, off int, ok bool) {
+again:
 	t := ix.tab.Load()
 	tag := h >> refBits
 	for i := t.first(h, ix.mult); ; i = (i + 1) & t.mask {
@@ -165,6 +166,12 @@ func (ix *index) lookup(key []byte, h uint64) (c []byte, off int, ok bool) {
 		}
 		ref := s & refMask
 		c = (*ix.chunks.Load())[ref>>chunkOffBits]
+		if c == nil {
+			// Its entry was replaced or moved, and its chunk freed
+			// (index_shared.go), after this slot was read: the slot has
+			// changed since, so look again.
+			goto again
+		}
 		off = int(ref & (maxChunk - 1))
 		klen := int(binary.LittleEndian.Uint32(c[off:]))
 		if klen == len(key) && bytes.Equal(c[off+entryHeader:off+entryHeader+klen], key) {
