@@ -24,7 +24,10 @@ func (c *Cache) Find(key, dst []byte) (n int, found bool, err error) {
 	if c.vlevel > 0 {
 		t0 = time.Now()
 	}
-	if n, flags, found, err := c.lookup(key, dst, h, stripe); found && c.mode != ModeRecache {
+	if c.mode == ModeRecache { // every find misses: not counted as a hit too
+		return c.findSlow(key, dst, h, stripe, t0)
+	}
+	if n, flags, found, err := c.lookup(key, dst, h, stripe); found {
 		if c.vlevel > 0 && err == nil {
 			c.logEvent(hitEvent(flags), key, time.Since(t0), "")
 		}

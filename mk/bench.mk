@@ -2,9 +2,9 @@
 # runs every workload against each (bench/runner), prints the Markdown table
 # and writes build/bench/results.{md,json} and the PNG plots (bench/plot).
 #
-#   make bench                      the full run (about 5½ minutes on 2 cores;
+#   make bench                      the full run (about 4 minutes on 2 cores;
 #                                   README.md, Performance, has the last run's time)
-#   make bench BENCH_FLAGS=-quick   a smoke run (10k and 100k, one repeat; about 70 s):
+#   make bench BENCH_FLAGS=-quick   a smoke run (1, 10k and 100k, one repeat; about a minute):
 #                                   no 1M-entry figures, so the targets on them
 #                                   print PENDING
 #   make bench-go                   the Go benchmarks of package cache

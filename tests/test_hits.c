@@ -81,6 +81,8 @@ static void test_modes(void) {
     CHECK_RC(convcache_insert(c, &k, sizeof k, &v, sizeof v), CONVCACHE_OK);
     CHECK_RC(convcache_find(c, &k, sizeof k, &got, sizeof got, &n), 0);
     CHECK_RC(convcache_peek(c, &k, sizeof k, &got, sizeof got, &n), 0);
+    struct convcache_stats st = stats(c); /* each find a miss, and nothing else */
+    CHECK(st.hits == 0 && st.misses == 2);
     convcache_close(c);
 }
 
