@@ -334,7 +334,7 @@ static inline int ccx_lookup(uintptr_t token, const uint8_t *key, size_t key_len
         uint32_t flags = rd32(e + 12);
         if (UNLIKELY(flags & CCX_ENTRY_COLD) && !serve_cold) return 0; /* Go moves it */
         if (UNLIKELY(vlen > value_cap)) return 0; /* Go says how long: CONVCACHE_E_RANGE */
-        memcpy(value, e + CCX_ENTRY_HEADER + klen, vlen);
+        if (vlen) memcpy(value, e + CCX_ENTRY_HEADER + klen, vlen); /* value may be NULL when 0 */
         *value_len = vlen;
         uint32_t g = __atomic_load_n(&hd->gen, __ATOMIC_RELAXED), *used = (uint32_t *)(e + 8);
         if (__atomic_load_n(used, __ATOMIC_RELAXED) != g) __atomic_store_n(used, g, __ATOMIC_RELAXED);
