@@ -312,6 +312,12 @@ func TestLazyConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	errc := make(chan error, 16)
+	fail := func(err error) { // never blocks: the first errors are enough
+		select {
+		case errc <- err:
+		default:
+		}
+	}
 	for g := 0; g < 4; g++ {
 		wg.Add(1)
 		go func(g int) {
@@ -329,7 +335,7 @@ func TestLazyConcurrent(t *testing.T) {
 					return
 				}
 				if err != nil || !ok || (!bytes.Equal(v, lval(i, 0)) && !bytes.Equal(v, lval(i, 1))) {
-					errc <- fmt.Errorf("key %d: %q %v %v", i, v, ok, err)
+					fail(fmt.Errorf("key %d: %q %v %v", i, v, ok, err))
 					return
 				}
 			}
@@ -338,21 +344,24 @@ func TestLazyConcurrent(t *testing.T) {
 	wg.Add(1)
 	busy := make(chan struct{})
 	inserted := 0 // new keys inserted: lkey(n) .. lkey(n+inserted-1)
-	go func() {   // overwrites keys, adds new ones, saves: compactions replace the file
+	// Overwrites keys, adds new ones, saves: compactions replace the file.
+	go func() {
 		defer wg.Done()
+		var once sync.Once
+		defer once.Do(func() { close(busy) }) // on a failure too: the test must not hang
 		for i := 0; i < 600; i++ {
 			if i == 200 {
-				close(busy)
+				once.Do(func() { close(busy) })
 			}
 			if err := c.Insert(lkey((i*7)%n), lval((i*7)%n, 1)); err != nil {
 				if !errors.Is(err, ErrClosed) {
-					errc <- err
+					fail(err)
 				}
 				return
 			}
 			if err := c.Insert(lkey(n+i), lval(n+i, 0)); err != nil {
 				if !errors.Is(err, ErrClosed) {
-					errc <- err
+					fail(err)
 				}
 				return
 			}
@@ -371,12 +380,12 @@ func TestLazyConcurrent(t *testing.T) {
 		for k := 0; k < 5; k++ {
 			o, err := Open(path, &Options{Scope: lazyScope, Warn: io.Discard})
 			if err != nil {
-				errc <- err
+				fail(err)
 				return
 			}
 			for i := 0; i < n; i += 501 {
 				if v, ok, err := o.Get(lkey(i)); err != nil || !ok || (!bytes.Equal(v, lval(i, 0)) && !bytes.Equal(v, lval(i, 1))) {
-					errc <- fmt.Errorf("second handle, key %d: %q %v %v", i, v, ok, err)
+					fail(fmt.Errorf("second handle, key %d: %q %v %v", i, v, ok, err))
 				}
 			}
 			o.Close()
