@@ -18,8 +18,10 @@
  * Readers publish their word with a plain store and no fence; the writer
  * pays for the order instead, with membarrier(2), which runs a full barrier
  * on every thread of the process before it returns (the scheme of
- * userspace RCU's "memb" flavour). Where membarrier is unavailable, readers
- * fence themselves (slower, same guarantee).
+ * userspace RCU's "memb" flavour; registering for it takes a kernel grace
+ * period, so it is done on a goroutine once a handle opens, not at load).
+ * Where membarrier is unavailable, readers fence themselves (slower, same
+ * guarantee).
  *
  * Forked children. A child forked after the library started has one thread
  * and no Go runtime: nothing changes the index it inherited, so it may read
@@ -190,6 +192,8 @@ static pthread_mutex_t ccx_rmu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t ccx_rkey;
 static int ccx_rkey_ok;
 static int ccx_fence; /* membarrier unavailable: readers fence */
+static int ccx_query; /* what MEMBARRIER_CMD_QUERY said */
+static int ccx_mb;    /* the writer's barrier: 0 not yet registered, 1 private expedited, 2 global, 3 none */
 static __thread struct ccx_reader *ccx_me __attribute__((tls_model("initial-exec")));
 
 static int membarrier(int cmd) { return (int)syscall(__NR_membarrier, cmd, 0, 0); }
@@ -204,9 +208,25 @@ static void ccx_release(void *p) {
 
 __attribute__((constructor)) static void ccx_init(void) {
     ccx_rkey_ok = pthread_key_create(&ccx_rkey, ccx_release) == 0;
-    int q = membarrier(MEMBARRIER_CMD_QUERY);
-    ccx_fence = !(q > 0 && (q & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
-                  membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0);
+    /* Only the query here: registering takes a grace period of the kernel's
+     * (8 ms measured), which every process start would pay. Go registers
+     * on a goroutine once a handle opens (ccx_register_membarrier); until
+     * then nothing is reclaimed. Readers need nothing registered. */
+    ccx_query = membarrier(MEMBARRIER_CMD_QUERY);
+    ccx_fence = !(ccx_query > 0 &&
+                  (ccx_query & (MEMBARRIER_CMD_PRIVATE_EXPEDITED | MEMBARRIER_CMD_GLOBAL)));
+}
+
+void ccx_register_membarrier(void) {
+    int mb = 3; /* a fencing reader needs no barrier; otherwise, if all fails, never reclaim */
+    if (ccx_fence)
+        mb = 0;
+    else if ((ccx_query & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
+             membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0)
+        mb = 1;
+    else if (ccx_query & MEMBARRIER_CMD_GLOBAL)
+        mb = 2;
+    __atomic_store_n(&ccx_mb, mb, __ATOMIC_RELEASE);
 }
 
 /* The calling thread's record, made on its first hit. NULL if none can be
@@ -238,7 +258,13 @@ static __attribute__((noinline)) struct ccx_reader *ccx_register(void) {
 uint64_t ccx_retire_epoch(void) { return __atomic_add_fetch(&ccx_epoch, 1, __ATOMIC_SEQ_CST); }
 
 uint64_t ccx_safe_epoch(void) {
-    if (!ccx_fence && membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) return 0;
+    if (!ccx_fence) {
+        int mb = __atomic_load_n(&ccx_mb, __ATOMIC_ACQUIRE);
+        if (mb == 1 ? membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0
+            : mb == 2 ? membarrier(MEMBARRIER_CMD_GLOBAL) != 0
+                      : 1) /* not registered yet, or no barrier at all */
+            return 0;
+    }
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     uint64_t safe = UINT64_MAX;
     for (struct ccx_reader *r = __atomic_load_n(&ccx_readers, __ATOMIC_ACQUIRE); r; r = r->next) {

@@ -63,6 +63,10 @@ void ccx_handle_clear(uintptr_t token);
 uint64_t ccx_retire_epoch(void);
 uint64_t ccx_safe_epoch(void);
 
+/* Registers the writer's membarrier(2) (slow: a kernel grace period).
+ * Until it returns, ccx_safe_epoch says nothing is safe. Once per process. */
+void ccx_register_membarrier(void);
+
 /* For the tests: the calling thread enters a reader's critical section and
  * stays until ccx_test_exit. */
 void ccx_test_enter(void);

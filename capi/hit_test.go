@@ -49,6 +49,7 @@ func TestKeyHashAgrees(t *testing.T) {
 func TestRetireWaitsForReaders(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	registerMembarrier()
 
 	var early atomic.Bool
 	published.Retire(func() { early.Store(true) }) // no reader inside

@@ -68,8 +68,17 @@ func (p *publisher) reclaim() {
 	}
 }
 
+// membarrierOnce registers the writer's barrier (hit.c) once per process.
+// It takes a kernel grace period (8 ms here), so the first open starts it on
+// a goroutine rather than paying it; until it is done nothing retired is
+// freed, and a later reclaim frees it.
+var membarrierOnce sync.Once
+
+func registerMembarrier() { membarrierOnce.Do(func() { C.ccx_register_membarrier() }) }
+
 // publishHandle makes a handle's hits answerable in C under its token.
 func publishHandle(c *cache.Cache, tok uintptr) {
+	go registerMembarrier()
 	sh, setToken := c.Shared()
 	if sh == nil {
 		return
