@@ -235,25 +235,34 @@ func (ix *index) alloc(key, value []byte, flags, used uint32) uint64 {
 	return uint64(n)<<chunkOffBits | uint64(off)
 }
 
-// put sets key's value. It reports whether the index changed (false when the
-// key already had exactly this value). Writers only.
-func (ix *index) put(key, value []byte, h uint64, flags, used uint32) bool {
-	t := ix.tab.Load()
+// slot finds key's slot in the current table: its number and the entry's
+// reference, or, when the key is absent, the empty slot where the search
+// ended and ok false. Writers only.
+func (ix *index) slot(key []byte, h uint64) (t *table, i, ref uint64, ok bool) {
+	t = ix.tab.Load()
 	tag := h >> refBits
-	i := t.first(h, ix.mult)
-	for ; ; i = (i + 1) & t.mask {
+	for i = t.first(h, ix.mult); ; i = (i + 1) & t.mask {
 		s := t.slots[i].Load()
 		if s == 0 {
-			break
+			return t, i, 0, false
 		}
 		if s>>refBits != tag {
 			continue
 		}
-		ref := s & refMask
-		c, off := ix.cs[ref>>chunkOffBits], int(ref&(maxChunk-1))
-		if !bytes.Equal(entryKey(c, off), key) {
-			continue
+		ref = s & refMask
+		if bytes.Equal(entryKey(ix.cs[ref>>chunkOffBits], int(ref&(maxChunk-1))), key) {
+			return t, i, ref, true
 		}
+	}
+}
+
+// put sets key's value. It reports whether the index changed (false when the
+// key already had exactly this value). Writers only.
+func (ix *index) put(key, value []byte, h uint64, flags, used uint32) bool {
+	tag := h >> refBits
+	t, i, ref, ok := ix.slot(key, h)
+	if ok {
+		c, off := ix.cs[ref>>chunkOffBits], int(ref&(maxChunk-1))
 		old := entryValue(c, off)
 		if bytes.Equal(old, value) {
 			return false

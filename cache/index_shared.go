@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"bytes"
 	"runtime"
 	"slices"
 	"sync/atomic"
@@ -156,27 +155,15 @@ func (ix *index) release(ref uint64) {
 // promote moves key's entry, if it is cold, to the end of the arena (see
 // the top of this file). Writers only.
 func (ix *index) promote(key []byte, h uint64) {
-	t := ix.tab.Load()
-	tag := h >> refBits
-	for i := t.first(h, ix.mult); ; i = (i + 1) & t.mask {
-		s := t.slots[i].Load()
-		if s == 0 {
-			return
-		}
-		if s>>refBits != tag {
-			continue
-		}
-		ref := s & refMask
-		c, off := ix.cs[ref>>chunkOffBits], int(ref&(maxChunk-1))
-		if !bytes.Equal(entryKey(c, off), key) {
-			continue
-		}
-		flags := entryFlags(c, off)
-		if flags&entryCold == 0 {
-			return
-		}
-		t.slots[i].Store(tag<<refBits | ix.alloc(key, entryValue(c, off), flags&^entryCold, atomicLoad32(c, off+8)))
-		ix.release(ref)
+	t, i, ref, ok := ix.slot(key, h)
+	if !ok {
 		return
 	}
+	c, off := ix.cs[ref>>chunkOffBits], int(ref&(maxChunk-1))
+	flags := entryFlags(c, off)
+	if flags&entryCold == 0 {
+		return
+	}
+	t.slots[i].Store(h>>refBits<<refBits | ix.alloc(key, entryValue(c, off), flags&^entryCold, atomicLoad32(c, off+8)))
+	ix.release(ref)
 }

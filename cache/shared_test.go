@@ -222,7 +222,7 @@ func TestNoPublisherNoMoves(t *testing.T) {
 	c := openShared(t, path, nil, nil)
 	ix := c.idx.Load()
 	before, _ := entryRef(t, ix, sharedKey(7))
-	mustFind(t, c, sharedKey(7), sharedVal(7))
+	mustValue(t, c, sharedKey(7), sharedVal(7))
 	if after, flags := entryRef(t, ix, sharedKey(7)); after != before || flags&entryCold == 0 {
 		t.Fatalf("entry moved without a publisher: %#x -> %#x, flags %#x", before, after, flags)
 	}
@@ -315,14 +315,5 @@ func TestMovesUnderConcurrentWriters(t *testing.T) {
 	case err := <-errs:
 		t.Fatal(err)
 	default:
-	}
-}
-
-func mustFind(t *testing.T, c *Cache, k, want []byte) {
-	t.Helper()
-	buf := make([]byte, 512)
-	got, found, err := c.Find(k, buf)
-	if err != nil || !found || !bytes.Equal(buf[:got], want) {
-		t.Fatalf("find %q: %q %v %v", k[:16], buf[:got], found, err)
 	}
 }
