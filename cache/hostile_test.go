@@ -35,7 +35,9 @@ func writeClass(t *testing.T, name string, size int) (string, []byte) {
 
 func openScope(t *testing.T, path string, o Options) *Cache {
 	t.Helper()
-	o.Scope = hostileScope
+	if o.Scope == "" {
+		o.Scope = hostileScope
+	}
 	if o.Warn == nil {
 		o.Warn = io.Discard
 	}

@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -21,14 +20,6 @@ import (
 	"github.com/convcache/convcache/internal/format"
 )
 
-// reseal recomputes the checksum of the frame at the start of b.
-func reseal(b []byte) {
-	plen := binary.LittleEndian.Uint32(b[8:])
-	crc := crc32.Update(0, crc32.MakeTable(crc32.Castagnoli), b[4:12])
-	crc = crc32.Update(crc, crc32.MakeTable(crc32.Castagnoli), b[format.FrameHeaderSize:format.FrameHeaderSize+plen])
-	binary.LittleEndian.PutUint32(b[12:], crc)
-}
-
 // rewriteIndex returns img with its index frame replaced by one that lists
 // chunks with snapshot end end (layout 1), sealed with a valid checksum, so
 // that only the index's content can tell it is wrong. What follows the
@@ -40,19 +31,9 @@ func rewriteIndex(img []byte, end uint64, chunks []format.IndexedChunk) []byte {
 	return append(out, img[format.HeaderSize+oldLen:]...)
 }
 
-// indexFrame returns an index frame (layout 1) listing chunks.
+// indexFrame returns an index frame listing chunks.
 func indexFrame(end uint64, chunks []format.IndexedChunk) []byte {
-	p := []byte{1}
-	p = binary.LittleEndian.AppendUint64(p, end)
-	p = binary.AppendUvarint(p, uint64(len(chunks)))
-	for _, ch := range chunks {
-		p = binary.LittleEndian.AppendUint64(p, ch.Scope)
-		p = binary.AppendUvarint(p, uint64(ch.Len))
-		p = binary.AppendUvarint(p, uint64(ch.Count))
-		p = binary.AppendUvarint(p, uint64(len(ch.First)))
-		p = append(p, ch.First...)
-	}
-	return format.AppendFrame(nil, format.TypePad, format.PadIndex, p)
+	return format.AppendSnapshotIndex(nil, chunks, int64(end))
 }
 
 // with returns a copy of chunks changed by edit.
@@ -101,7 +82,7 @@ func TestLazyHostileIndex(t *testing.T) {
 		"truncated": func() []byte {
 			b := bytes.Clone(good)
 			binary.LittleEndian.PutUint32(b[format.HeaderSize+8:], 30)
-			reseal(b[format.HeaderSize:])
+			format.Reseal(b[format.HeaderSize:])
 			return b
 		}(),
 		"chunk past EOF": rewriteIndex(good, end, with(x.Chunks, func(c []format.IndexedChunk) { c[j+1].Len = int64(len(good)) })),
@@ -192,12 +173,8 @@ func TestLazyHostileIndex(t *testing.T) {
 // handle answers exactly what a full load answers, whatever it decodes
 // lazily first.
 func TestLazyFlipBytes(t *testing.T) {
-	img := lazyImage(2500)
+	img := lazyImageWithJournal(2500, 400)
 	h := format.ScopeHash(lazyScope)
-	img = format.AppendScopeFrame(img, h, lazyScope)
-	for i := 0; i < 2500; i += 400 {
-		img = format.AppendPutFrame(img, h, 1700000000001, lkey(i), lval(i, 9))
-	}
 	x := indexOf(t, img)
 	offs := map[int]bool{}
 	for i := 0; i < int(x.Chunks[0].Off)+64; i++ { // the header and the index
@@ -238,12 +215,7 @@ func TestLazyFlipBytes(t *testing.T) {
 // A file whose chunk decodes beyond the decode budget makes the handle read
 // the whole file, which reports that chunk as damage, as Open always did.
 func TestLazyChunkBeyondBudget(t *testing.T) {
-	all := format.NewContents(1<<30, 0)
-	h := format.ScopeHash(lazyScope)
-	for i := 0; i < 40; i++ {
-		all.Put(h, format.Record{Key: lkey(i), Value: make([]byte, 64<<10)})
-	}
-	img := all.Encode(time.Now())
+	img := paddedImage()
 	x := indexOf(t, img)
 	last := x.Chunks[len(x.Chunks)-1]
 	// Without the padding the budget does not cover the chunks.
@@ -352,19 +324,14 @@ func TestLazyChunkOutsideItsRange(t *testing.T) {
 // The padding between the chunks and the journal is checked at Open: a
 // frame hidden in a damaged pad frame, which a full scan finds, is found.
 func TestLazyPaddingChecked(t *testing.T) {
-	all := format.NewContents(1<<30, 0)
-	h := format.ScopeHash(lazyScope)
-	for i := 0; i < 40; i++ {
-		all.Put(h, format.Record{Key: lkey(i), Value: make([]byte, 64<<10)})
-	}
-	img := all.Encode(time.Now())
+	img := paddedImage()
 	x := indexOf(t, img)
 	last := x.Chunks[len(x.Chunks)-1]
 	pad := last.Off + last.Len // the first pad frame
 	if x.End-pad < 4096 {
 		t.Fatalf("%d bytes of padding", x.End-pad)
 	}
-	hidden := format.AppendPutFrame(nil, h, 1, []byte("hidden"), []byte("in the padding"))
+	hidden := format.AppendPutFrame(nil, format.ScopeHash(lazyScope), 1, []byte("hidden"), []byte("in the padding"))
 	copy(img[pad+1000:], hidden)
 	path := writeFile(t, img)
 	c := openLazyScope(t, path, Options{Mode: ModeReadOnly})
@@ -374,7 +341,7 @@ func TestLazyPaddingChecked(t *testing.T) {
 	mustValue(t, c, []byte("hidden"), []byte("in the padding"))
 	mustValue(t, c, lkey(3), make([]byte, 64<<10))
 	// Intact padding is no obstacle.
-	c = openLazyScope(t, writeFile(t, all.Encode(time.Now())), Options{Mode: ModeReadOnly})
+	c = openLazyScope(t, writeFile(t, paddedImage()), Options{Mode: ModeReadOnly})
 	if lazyLeft(c) != len(x.Chunks) {
 		t.Fatalf("intact padding: %d chunks left of %d", lazyLeft(c), len(x.Chunks))
 	}
@@ -404,12 +371,7 @@ func TestLazyIndexedSample(t *testing.T) {
 // for that key in its scope, or misses; and once Stats has read the file
 // whole, it answers exactly as a handle that read it whole at Open.
 func FuzzLazyIndex(f *testing.F) {
-	img := lazyImage(2500)
-	h := format.ScopeHash(lazyScope)
-	img = format.AppendScopeFrame(img, h, lazyScope)
-	for i := 0; i < 2500; i += 300 {
-		img = format.AppendPutFrame(img, h, 1700000000001, lkey(i), lval(i, 9))
-	}
+	img := lazyImageWithJournal(2500, 300)
 	n := format.FrameLen(img[format.HeaderSize:])
 	rest := img[format.HeaderSize+n:]
 	f.Add(img[format.HeaderSize+format.FrameHeaderSize : format.HeaderSize+n])
@@ -458,12 +420,8 @@ func FuzzLazyIndex(f *testing.F) {
 // the file holds for each key, or misses, and after Stats exactly as one
 // that read the file whole.
 func TestLazyRandomIndexEdits(t *testing.T) {
-	img := lazyImage(2500)
+	img := lazyImageWithJournal(2500, 300)
 	h := format.ScopeHash(lazyScope)
-	img = format.AppendScopeFrame(img, h, lazyScope)
-	for i := 0; i < 2500; i += 300 {
-		img = format.AppendPutFrame(img, h, 1700000000001, lkey(i), lval(i, 9))
-	}
 	x := indexOf(t, img)
 	var probe [][]byte
 	for i := 0; i < 2600; i += 53 {
@@ -539,4 +497,27 @@ func TestLazyRandomIndexEdits(t *testing.T) {
 		t.Fatalf("only %d of 150 edited indexes were used at all", lazyCount)
 	}
 	t.Logf("%d of 150 edited indexes opened lazily", lazyCount)
+}
+
+// lazyImageWithJournal is lazyImage(n) followed by a journal that puts
+// version 9 of every step-th key.
+func lazyImageWithJournal(n, step int) []byte {
+	img := lazyImage(n)
+	h := format.ScopeHash(lazyScope)
+	img = format.AppendScopeFrame(img, h, lazyScope)
+	for i := 0; i < n; i += step {
+		img = format.AppendPutFrame(img, h, 1700000000001, lkey(i), lval(i, 9))
+	}
+	return img
+}
+
+// paddedImage is a compacted file of 40 keys whose 64 KiB values of zeros
+// compress so well that Encode pads it to stay inside the decode budget.
+func paddedImage() []byte {
+	all := format.NewContents(1<<30, 0)
+	h := format.ScopeHash(lazyScope)
+	for i := 0; i < 40; i++ {
+		all.Put(h, format.Record{Key: lkey(i), Value: make([]byte, 64<<10)})
+	}
+	return all.Encode(time.Now())
 }

@@ -80,15 +80,7 @@ func writeFile(t *testing.T, data []byte) string {
 func openLazyScope(t *testing.T, path string, o Options) *Cache {
 	t.Helper()
 	o.Scope = lazyScope
-	if o.Warn == nil {
-		o.Warn = io.Discard
-	}
-	c, err := Open(path, &o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
+	return openScope(t, path, o)
 }
 
 // lazyRun returns how many chunks of its scope a handle has left to decode

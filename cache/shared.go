@@ -54,14 +54,15 @@ type sharedIndex struct {
 	chunks atomic.Uintptr // &addrs[0]: each chunk's address, by chunk number
 }
 
-// Shared returns the address of the handle's shared part and a function
-// that sets its token, for a Publisher (nil without one). The address stays
+// Shared names the handle's shared part token, the Publisher's name for
+// it, and returns its address (nil without a Publisher). The address stays
 // valid until Close has retired it.
-func (c *Cache) Shared() (unsafe.Pointer, func(token uint64)) {
+func (c *Cache) Shared(token uint64) unsafe.Pointer {
 	if c.opts.Publish == nil {
-		return nil, nil
+		return nil
 	}
-	return unsafe.Pointer(c.sh), c.sh.token.Store
+	c.sh.token.Store(token)
+	return unsafe.Pointer(c.sh)
 }
 
 // newShared allocates the handle's shared part and pins it if a Publisher

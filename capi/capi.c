@@ -188,7 +188,7 @@ int convcache_find(convcache *c, const void *key, size_t key_len, void *value,
     if (__builtin_expect(key_len - 1 >= CONVCACHE_KEY_MAX, 0))
         return cc_fail(CONVCACHE_E_SIZE, "convcache_find: key_len must be 1..CONVCACHE_KEY_MAX");
     if (value_cap > CONVCACHE_VALUE_MAX) value_cap = CONVCACHE_VALUE_MAX; /* every value fits */
-    if (ccx_hit((uintptr_t)c, key, key_len, value, value_cap, value_len, 0) == CONVCACHE_HIT)
+    if (ccx_hit((uintptr_t)c, key, key_len, value, value_cap, value_len) == CONVCACHE_HIT)
         return CONVCACHE_HIT;
     return ccgo_find((uintptr_t)c, (void *)key, key_len, value, value_cap, value_len);
 }
@@ -200,7 +200,7 @@ int convcache_peek(convcache *c, const void *key, size_t key_len, void *value,
     if (key_len - 1 >= CONVCACHE_KEY_MAX)
         return cc_fail(CONVCACHE_E_SIZE, "convcache_peek: key_len must be 1..CONVCACHE_KEY_MAX");
     if (value_cap > CONVCACHE_VALUE_MAX) value_cap = CONVCACHE_VALUE_MAX;
-    return ccx_hit((uintptr_t)c, key, key_len, value, value_cap, value_len, 1);
+    return ccx_peek((uintptr_t)c, key, key_len, value, value_cap, value_len, cc_forked);
 }
 
 int convcache_insert(convcache *c, const void *key, size_t key_len, const void *value,
@@ -243,7 +243,7 @@ int convcache_get_or_create(convcache *c, const void *key, size_t key_len,
         return cc_fail(CONVCACHE_E_SIZE,
                        "convcache_get_or_create: key_len must be 1..CONVCACHE_KEY_MAX");
     if (value_cap > CONVCACHE_VALUE_MAX) value_cap = CONVCACHE_VALUE_MAX; /* every value fits */
-    if (ccx_hit((uintptr_t)c, key, key_len, value, value_cap, value_len, 0) == CONVCACHE_HIT)
+    if (ccx_hit((uintptr_t)c, key, key_len, value, value_cap, value_len) == CONVCACHE_HIT)
         return CONVCACHE_HIT;
     return ccgo_get_or_create((uintptr_t)c, (void *)key, key_len, build, user, value,
                               value_cap, value_len);

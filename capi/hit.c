@@ -25,8 +25,9 @@
  *
  * Forked children. A child forked after the library started has one thread
  * and no Go runtime: nothing changes the index it inherited, so it may read
- * it without epochs. convcache_find still refuses in a child (its contract);
- * convcache_peek answers there from what the parent had.
+ * it without epochs. convcache_find still refuses in a child (its contract,
+ * checked before ccx_hit, which so never asks again); convcache_peek answers
+ * there from what the parent had (ccx_peek, told by its caller).
  */
 #define _GNU_SOURCE
 #include <linux/membarrier.h>
@@ -303,7 +304,7 @@ void ccx_test_exit(void) {
 static struct ccx_handle **ccx_blocks[CCX_BLOCKS];
 static pthread_mutex_t ccx_hmu = PTHREAD_MUTEX_INITIALIZER;
 
-int ccx_handle_set(uintptr_t token, void *handle) {
+void ccx_handle_set(uintptr_t token, void *handle) {
     uint32_t slot = token & ((1u << CCX_SLOT_BITS) - 1);
     pthread_mutex_lock(&ccx_hmu);
     struct ccx_handle **b = ccx_blocks[slot >> CCX_BLOCK_BITS];
@@ -313,7 +314,6 @@ int ccx_handle_set(uintptr_t token, void *handle) {
     }
     if (b) __atomic_store_n(&b[slot & (CCX_BLOCK_SIZE - 1)], handle, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&ccx_hmu);
-    return b != NULL;
 }
 
 void ccx_handle_clear(uintptr_t token) {
@@ -369,10 +369,9 @@ static inline int ccx_lookup(uintptr_t token, const uint8_t *key, size_t key_len
     }
 }
 
-int ccx_hit(uintptr_t token, const void *key, size_t key_len, void *value, size_t value_cap,
-            size_t *value_len, int serve_cold) {
-    if (UNLIKELY(ccx_forked())) /* one thread, no writer: no epochs needed */
-        return ccx_lookup(token, key, key_len, value, value_cap, value_len, serve_cold, NULL);
+/* A lookup inside a reader's critical section (see the top of this file). */
+static inline int ccx_read(uintptr_t token, const void *key, size_t key_len, void *value,
+                           size_t value_cap, size_t *value_len, int serve_cold) {
     struct ccx_reader *me = ccx_me;
     if (UNLIKELY(!me) && !(me = ccx_register())) return 0;
     __atomic_store_n(&me->active, __atomic_load_n(&ccx_epoch, __ATOMIC_ACQUIRE), __ATOMIC_RELAXED);
@@ -383,6 +382,18 @@ int ccx_hit(uintptr_t token, const void *key, size_t key_len, void *value, size_
     int rc = ccx_lookup(token, key, key_len, value, value_cap, value_len, serve_cold, me);
     __atomic_store_n(&me->active, 0, __ATOMIC_RELEASE);
     return rc;
+}
+
+int ccx_hit(uintptr_t token, const void *key, size_t key_len, void *value, size_t value_cap,
+            size_t *value_len) {
+    return ccx_read(token, key, key_len, value, value_cap, value_len, 0);
+}
+
+int ccx_peek(uintptr_t token, const void *key, size_t key_len, void *value, size_t value_cap,
+             size_t *value_len, int forked) {
+    if (UNLIKELY(forked)) /* one thread, no writer: no epochs needed */
+        return ccx_lookup(token, key, key_len, value, value_cap, value_len, 1, NULL);
+    return ccx_read(token, key, key_len, value, value_cap, value_len, 1);
 }
 
 /* ---- layout facts for the tests ---------------------------------------- */

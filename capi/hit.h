@@ -44,16 +44,20 @@ struct ccx_handle {
 };
 
 /* Answers a hit from the handle's published index: CONVCACHE_HIT with the
- * value copied, or 0 when Go must answer (a miss here, a value longer than
- * value_cap, a handle that serves no hits here, or no handle at all). A
- * cold entry (not yet used) is answered only with serve_cold: otherwise Go
- * answers it, and moves it (cache/index_shared.go). The arguments are
- * already checked. */
+ * value copied, or 0 when Go must answer (a miss here, an entry not yet used
+ * since the load, which Go then moves (cache/index_shared.go), a value
+ * longer than value_cap, a handle that serves no hits here, or no handle at
+ * all). The arguments are checked, and the process has not forked. */
 int ccx_hit(uintptr_t token, const void *key, size_t key_len, void *value, size_t value_cap,
-            size_t *value_len, int serve_cold);
+            size_t *value_len);
+
+/* convcache_peek's lookup: as ccx_hit, but entries not yet used are
+ * answered too, and in a forked child (forked nonzero) without epochs. */
+int ccx_peek(uintptr_t token, const void *key, size_t key_len, void *value, size_t value_cap,
+             size_t *value_len, int forked);
 
 /* The handle table: token -> shared handle. */
-int ccx_handle_set(uintptr_t token, void *handle);
+void ccx_handle_set(uintptr_t token, void *handle);
 void ccx_handle_clear(uintptr_t token);
 
 /* Epochs. ccx_retire_epoch starts a new epoch and returns it: memory

@@ -72,19 +72,21 @@ func (p *publisher) reclaim() {
 // It takes a kernel grace period (8 ms here), so the first open starts it on
 // a goroutine rather than paying it; until it is done nothing retired is
 // freed, and a later reclaim frees it.
-var membarrierOnce sync.Once
+var (
+	membarrierOnce    sync.Once
+	membarrierStarted atomic.Bool
+)
 
 func registerMembarrier() { membarrierOnce.Do(func() { C.ccx_register_membarrier() }) }
 
 // publishHandle makes a handle's hits answerable in C under its token.
 func publishHandle(c *cache.Cache, tok uintptr) {
-	go registerMembarrier()
-	sh, setToken := c.Shared()
-	if sh == nil {
-		return
+	if membarrierStarted.CompareAndSwap(false, true) {
+		go registerMembarrier()
 	}
-	setToken(uint64(tok))
-	C.ccx_handle_set(C.uintptr_t(tok), sh)
+	if sh := c.Shared(uint64(tok)); sh != nil {
+		C.ccx_handle_set(C.uintptr_t(tok), sh) // without memory for it, hits go through Go
+	}
 }
 
 // unpublishHandle stops C hits under tok; the handle's memory is retired by

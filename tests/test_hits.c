@@ -21,6 +21,15 @@ static void find_ok(convcache *c, uint32_t i) {
     CHECK(n == sizeof got && memcmp(&got, &want, sizeof got) == 0);
 }
 
+/* Inserts keys 0..n-1 with version 0 of their values. */
+static void insert_keys(convcache *c, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++) {
+        test_key k = make_key(i);
+        test_val v = make_val(i, 0);
+        CHECK_RC(convcache_insert(c, &k, sizeof k, &v, sizeof v), CONVCACHE_OK);
+    }
+}
+
 /* Hits through the C path count in the handle's statistics, as Go's do;
  * entries loaded from the file are answered by Go once (which moves them),
  * by C after; E_RANGE still says how long the value is. */
@@ -28,11 +37,7 @@ static void test_counts_and_cold_entries(void) {
     char *path = test_path("hits.ccdb");
     convcache *c;
     CHECK_RC(convcache_open(path, "h", &c), CONVCACHE_OK);
-    for (uint32_t i = 0; i < 100; i++) {
-        test_key k = make_key(i);
-        test_val v = make_val(i, 0);
-        CHECK_RC(convcache_insert(c, &k, sizeof k, &v, sizeof v), CONVCACHE_OK);
-    }
+    insert_keys(c, 100);
     for (uint32_t i = 0; i < 100; i++) find_ok(c, i);
     struct convcache_stats st = stats(c);
     CHECK(st.hits == 100 && st.hits_memory == 100 && st.misses == 0);
@@ -135,11 +140,7 @@ static void test_peek_in_forked_child(void) {
     char *path = test_path("fork.ccdb");
     convcache *c;
     CHECK_RC(convcache_open(path, "f", &c), CONVCACHE_OK);
-    for (uint32_t i = 0; i < 50; i++) {
-        test_key k = make_key(i);
-        test_val v = make_val(i, 0);
-        CHECK_RC(convcache_insert(c, &k, sizeof k, &v, sizeof v), CONVCACHE_OK);
-    }
+    insert_keys(c, 50);
     convcache_close(c);
     CHECK_RC(convcache_open(path, "f", &c), CONVCACHE_OK);
     for (uint32_t i = 0; i < 25; i++) find_ok(c, i); /* the rest stay cold */
@@ -186,11 +187,7 @@ static void *reader(void *arg) {
 static void test_open_close_under_readers(void) {
     char *path = test_path("churn.ccdb");
     CHECK_RC(convcache_open(path, "c", &shared_c), CONVCACHE_OK);
-    for (uint32_t i = 0; i < 200; i++) {
-        test_key k = make_key(i);
-        test_val v = make_val(i, 0);
-        CHECK_RC(convcache_insert(shared_c, &k, sizeof k, &v, sizeof v), CONVCACHE_OK);
-    }
+    insert_keys(shared_c, 200);
     pthread_t t[4];
     for (int i = 0; i < 4; i++) CHECK(pthread_create(&t[i], NULL, reader, NULL) == 0);
     char *other = test_path("other.ccdb");

@@ -248,7 +248,7 @@ func (c *Contents) Encode(created time.Time) []byte {
 		return AppendPadding(out, (cost+ExpandFactor-1)/ExpandFactor)
 	}
 	out = slices.Grow(out, len(chunks)+len(chunks)/64+4096)
-	out = appendSnapshotIndex(out, list)
+	out = AppendSnapshotIndex(out, list, 0)
 	out = append(out, chunks...)
 	out = AppendPadding(out, (cost+ExpandFactor-1)/ExpandFactor)
 	setSnapshotEnd(out[HeaderSize:], int64(len(out)))

@@ -58,12 +58,14 @@ type SnapshotIndex struct {
 	Chunks []IndexedChunk
 }
 
-// appendSnapshotIndex appends an index frame listing chunks, which will
-// follow it directly, with a snapshot end of 0: setSnapshotEnd sets it once
-// the snapshot is complete.
-func appendSnapshotIndex(dst []byte, chunks []IndexedChunk) []byte {
+// AppendSnapshotIndex appends an index frame listing chunks, which will
+// follow it directly, and the snapshot's end (Encode writes 0, then
+// setSnapshotEnd once the snapshot is complete; tests write indexes of
+// their own).
+func AppendSnapshotIndex(dst []byte, chunks []IndexedChunk, end int64) []byte {
 	p := make([]byte, indexHead, indexHead+binary.MaxVarintLen64+len(chunks)*(8+3*binary.MaxVarintLen32+128))
 	p[0] = indexLayout
+	binary.LittleEndian.PutUint64(p[1:], uint64(end))
 	p = binary.AppendUvarint(p, uint64(len(chunks)))
 	for _, ch := range chunks {
 		p = binary.LittleEndian.AppendUint64(p, ch.Scope)
@@ -79,6 +81,12 @@ func appendSnapshotIndex(dst []byte, chunks []IndexedChunk) []byte {
 // seals the frame again.
 func setSnapshotEnd(b []byte, end int64) {
 	binary.LittleEndian.PutUint64(b[FrameHeaderSize+1:], uint64(end))
+	Reseal(b)
+}
+
+// Reseal recomputes the checksum of the frame at the start of b after its
+// payload was changed in place.
+func Reseal(b []byte) {
 	plen := binary.LittleEndian.Uint32(b[8:])
 	crc := crc32.Update(0, castagnoli, b[4:12])
 	crc = crc32.Update(crc, castagnoli, b[FrameHeaderSize:FrameHeaderSize+plen])
