@@ -11,9 +11,15 @@
 
 #include "engine.h"
 
-static struct cce_backend api;
-static int api_ok;
+static struct cce_backend api, forced;
+static int api_ok, api_forced;
 static pthread_once_t api_once = PTHREAD_ONCE_INIT;
+
+void cce_backend_use(const struct cce_backend *b) {
+    if (!b || !b->create || !b->destroy || !b->finalize || !b->set || !b->get) return;
+    forced = *b;
+    __atomic_store_n(&api_forced, 1, __ATOMIC_RELEASE);
+}
 
 static int resolve(void *h) {
     api.create = (cc_desc_create_fn)dlsym(h, "cudnnBackendCreateDescriptor");
@@ -25,6 +31,11 @@ static int resolve(void *h) {
 }
 
 static void load(void) {
+    if (__atomic_load_n(&api_forced, __ATOMIC_ACQUIRE)) {
+        api = forced;
+        api_ok = 1;
+        return;
+    }
     static const char *const names[] = {"libcudnn.so.9", "libcudnn_graph.so.9", "libcudnn.so.8"};
     const int n = (int)(sizeof names / sizeof names[0]);
     for (int i = 0; i < n; i++) {

@@ -143,7 +143,7 @@ CC_STATIC_ASSERT(CUDNN_DIM_MAX == CUDNN_DIM_MAX_, "CUDNN_DIM_MAX");
 typedef int cudnnStatus_t;
 typedef struct cudnnContext *cudnnHandle_t;
 typedef void *cudnnBackendDescriptor_t;
-typedef void *cudaStream_t;
+typedef struct CUstream_st *cudaStream_t;
 typedef int cudnnBackendDescriptorType_t;
 typedef int cudnnBackendAttributeName_t;
 typedef int cudnnBackendAttributeType_t;

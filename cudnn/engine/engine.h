@@ -25,6 +25,19 @@ struct cce_backend {
  * convcache_engine.h for which), found once; NULL when there is none. */
 CCE_HIDDEN const struct cce_backend *cce_backend(void);
 
+/* cce_backend_use makes cce_backend() return b's functions (all present)
+ * instead of looking them up, if called before the first cce_backend():
+ * the interposer passes the real functions it resolved, so that the engine
+ * code never calls the interposed ones, nor another cuDNN. */
+CCE_HIDDEN void cce_backend_use(const struct cce_backend *b);
+
+/* cce_config_choice records the choice a finalized engine config holds:
+ * its engine's global index and its knob choices, sealed, workspace 0 (a
+ * config does not say what a plan of it needs). Errors as
+ * convcache_engine_from_plan's. For the interposer, which meets configs
+ * that heuristics filled before any plan exists. */
+CCE_HIDDEN int cce_config_choice(void *cfg, convcache_engine_choice *out, int *status);
+
 /* cce_crc32 is CRC-32 (IEEE 802.3, reflected, as zlib's crc32) of n bytes. */
 CCE_HIDDEN uint32_t cce_crc32(const void *p, size_t n);
 

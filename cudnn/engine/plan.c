@@ -79,17 +79,15 @@ static int64_t count_of(const struct cce_backend *api, cudnnBackendDescriptor_t 
     return n;
 }
 
-/* read_choice fills c (unsealed) from a finalized plan. */
-static int read_choice(struct descs *s, cudnnBackendDescriptor_t plan, convcache_engine_choice *c,
+/* read_config fills c's engine and knobs (unsealed, workspace 0) from a
+ * finalized engine config. */
+static int read_config(struct descs *s, cudnnBackendDescriptor_t cfg, convcache_engine_choice *c,
                        int *status) {
     const struct cce_backend *api = s->api;
-    cudnnBackendDescriptor_t cfg, engine, knobs[CONVCACHE_ENGINE_MAX_KNOBS + 1];
+    cudnnBackendDescriptor_t engine, knobs[CONVCACHE_ENGINE_MAX_KNOBS + 1];
     cudnnStatus_t st;
     memset(c, 0, sizeof *c);
-    if ((st = get_int64(api, plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, &c->workspace)) ||
-        (st = make(s, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, 1, &cfg)) ||
-        (st = get_one_desc(api, plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, cfg)) ||
-        (st = make(s, CUDNN_BACKEND_ENGINE_DESCRIPTOR, 1, &engine)) ||
+    if ((st = make(s, CUDNN_BACKEND_ENGINE_DESCRIPTOR, 1, &engine)) ||
         (st = get_one_desc(api, cfg, CUDNN_ATTR_ENGINECFG_ENGINE, engine)) ||
         (st = get_int64(api, engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, &c->engine)))
         return fail(status, st, CONVCACHE_ENGINE_E_CUDNN);
@@ -118,9 +116,42 @@ static int read_choice(struct descs *s, cudnnBackendDescriptor_t plan, convcache
         c->knobs[i].type = (int32_t)type;
     }
     c->knob_count = (uint32_t)got;
-    if (c->engine < 0 || c->workspace < 0 || cce_sort_knobs(c) != 0)
+    if (c->engine < 0 || cce_sort_knobs(c) != 0)
         return fail(status, CUDNN_STATUS_BAD_PARAM, CONVCACHE_ENGINE_E_CUDNN);
     return CONVCACHE_ENGINE_OK;
+}
+
+/* read_choice fills c (unsealed) from a finalized plan. */
+static int read_choice(struct descs *s, cudnnBackendDescriptor_t plan, convcache_engine_choice *c,
+                       int *status) {
+    const struct cce_backend *api = s->api;
+    cudnnBackendDescriptor_t cfg;
+    cudnnStatus_t st;
+    int64_t workspace = 0;
+    memset(c, 0, sizeof *c);
+    if ((st = get_int64(api, plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, &workspace)) ||
+        (st = make(s, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, 1, &cfg)) ||
+        (st = get_one_desc(api, plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, cfg)))
+        return fail(status, st, CONVCACHE_ENGINE_E_CUDNN);
+    int rc = read_config(s, cfg, c, status);
+    if (rc != CONVCACHE_ENGINE_OK) return rc;
+    if (workspace < 0) return fail(status, CUDNN_STATUS_BAD_PARAM, CONVCACHE_ENGINE_E_CUDNN);
+    c->workspace = workspace;
+    return CONVCACHE_ENGINE_OK;
+}
+
+int cce_config_choice(void *cfg, convcache_engine_choice *out, int *status) {
+    if (status) *status = 0;
+    if (!out) return CONVCACHE_ENGINE_E_INVALID;
+    memset(out, 0, sizeof *out);
+    if (!cfg) return CONVCACHE_ENGINE_E_INVALID;
+    struct descs s = {.api = cce_backend()};
+    if (!s.api) return CONVCACHE_ENGINE_E_UNAVAILABLE;
+    int rc = read_config(&s, cfg, out, status);
+    descs_free(&s);
+    if (rc == CONVCACHE_ENGINE_OK) rc = convcache_engine_seal(out);
+    if (rc != CONVCACHE_ENGINE_OK) memset(out, 0, sizeof *out);
+    return rc;
 }
 
 int convcache_engine_from_plan(void *plan, convcache_engine_choice *out, int *status) {

@@ -49,6 +49,15 @@ static void snapshot(struct convcache_preload_stats *s) {
     s->refused = __atomic_load_n(&counters.refused, __ATOMIC_RELAXED);
     s->find_ns = __atomic_load_n(&counters.find_ns, __ATOMIC_RELAXED);
     __atomic_load(&counters.saved_ms, &s->saved_ms, __ATOMIC_RELAXED);
+    s->v8_graphs = __atomic_load_n(&counters.v8_graphs, __ATOMIC_RELAXED);
+    s->v8_passthrough = __atomic_load_n(&counters.v8_passthrough, __ATOMIC_RELAXED);
+    s->v8_hits = __atomic_load_n(&counters.v8_hits, __ATOMIC_RELAXED);
+    s->v8_misses = __atomic_load_n(&counters.v8_misses, __ATOMIC_RELAXED);
+    s->v8_aside = __atomic_load_n(&counters.v8_aside, __ATOMIC_RELAXED);
+    s->v8_waited = __atomic_load_n(&counters.v8_waited, __ATOMIC_RELAXED);
+    s->v8_recorded = __atomic_load_n(&counters.v8_recorded, __ATOMIC_RELAXED);
+    s->v8_refused_execs = __atomic_load_n(&counters.v8_refused_execs, __ATOMIC_RELAXED);
+    s->v8_refused_builds = __atomic_load_n(&counters.v8_refused_builds, __ATOMIC_RELAXED);
 }
 
 /* convcache_preload_stats copies the counters (at most size bytes). Tests
@@ -77,13 +86,20 @@ __attribute__((destructor)) static void print_summary(void) {
     struct convcache_preload_stats s;
     snapshot(&s);
     if ((s.calls == 0 && s.library_loads == 0) || !verbose()) return;
-    char line[512];
+    char line[1024];
     int n = snprintf(line, sizeof line,
                      "convcache-preload: summary: finds %llu, hits %llu, misses %llu, "
                      "passthrough %llu, strict refusals %llu, errors %llu; cuDNN find time on "
                      "misses %.3f ms; benchmark time saved by hits >= %.3f ms\n",
                      s.calls, s.hits, s.misses, s.passthrough, s.refused, s.errors,
                      (double)s.find_ns / 1e6, s.saved_ms < 1e15 ? s.saved_ms : 1e15);
+    if (n > 0 && (size_t)n < sizeof line && (s.v8_graphs || s.v8_passthrough))
+        n += snprintf(line + n, sizeof line - (size_t)n,
+                      "convcache-preload: v8: graphs %llu, hits %llu, misses %llu, stand-asides %llu, "
+                      "from other builders %llu, stored %llu, timings refused %llu, strict refusals %llu, "
+                      "not served %llu\n",
+                      s.v8_graphs, s.v8_hits, s.v8_misses, s.v8_aside, s.v8_waited, s.v8_recorded,
+                      s.v8_refused_execs, s.v8_refused_builds, s.v8_passthrough);
     if (n <= 0) return;
     if ((size_t)n >= sizeof line) {
         n = sizeof line - 1;

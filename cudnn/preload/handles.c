@@ -114,9 +114,11 @@ static void load_library(void) {
                                      void *, size_t, size_t *))dlsym(h, "convcache_get_or_create");
         api.insert = (int (*)(convcache *, const void *, size_t, const void *, size_t))dlsym(
             h, "convcache_insert");
+        api.find = (int (*)(convcache *, const void *, size_t, void *, size_t, size_t *))dlsym(
+            h, "convcache_find");
         api.cudnn_scope = (int (*)(int, char *, size_t))dlsym(h, "convcache_cudnn_scope");
         api.last_error = (const char *(*)(void))dlsym(h, "convcache_last_error");
-        if (!api.open || !api.get_or_create || !api.insert || !api.cudnn_scope ||
+        if (!api.open || !api.get_or_create || !api.insert || !api.find || !api.cudnn_scope ||
             !api.last_error) {
             snprintf(first_err, sizeof first_err, "%s lacks convcache_cudnn_scope or another "
                      "function (an older library?)", path);
@@ -193,9 +195,9 @@ static convcache *scope_handle(const char *scope) {
     return c;
 }
 
-convcache *cache_for(struct call *c) {
-    c->dev = -1;
-    c->mem_limit = 0;
+convcache *cache_for_handle(cudnnHandle_t handle, int *devp, size_t *mem) {
+    *devp = -1;
+    if (mem) *mem = 0;
     if (env_scope_set) {
         if (__atomic_load_n(&env_scope_handle.state, __ATOMIC_ACQUIRE) == H_READY)
             return env_scope_handle.c;
@@ -210,19 +212,19 @@ convcache *cache_for(struct call *c) {
         return h;
     }
     int dev = -1;
-    if (handle_device(c->handle, &dev) != 0 || dev < 0 || dev >= MAX_DEVICES) {
-        warn_once(W_SCOPE, "cannot tell the CUDA device of a cuDNN handle; its find calls run "
+    if (handle_device(handle, &dev) != 0 || dev < 0 || dev >= MAX_DEVICES) {
+        warn_once(W_SCOPE, "cannot tell the CUDA device of a cuDNN handle; its calls run "
                   "uncached (set CONVCACHE_SCOPE to use one scope for every device)");
         return NULL;
     }
-    c->dev = dev;
+    *devp = dev;
     if (__atomic_load_n(&devices[dev].state, __ATOMIC_ACQUIRE) != H_READY) {
         pthread_mutex_lock(&lib_mu);
         if (devices[dev].state == H_NONE) {
             char scope[CONVCACHE_SCOPE_MAX + 1];
             convcache *h = NULL;
             if (api.cudnn_scope(dev, scope, sizeof scope) < 0) {
-                warn_once(W_SCOPE, "cannot fingerprint CUDA device %d (%s); its find calls run "
+                warn_once(W_SCOPE, "cannot fingerprint CUDA device %d (%s); its calls run "
                           "uncached", dev, api.last_error());
             } else {
                 h = scope_handle(scope);
@@ -234,9 +236,13 @@ convcache *cache_for(struct call *c) {
         pthread_mutex_unlock(&lib_mu);
         if (__atomic_load_n(&devices[dev].state, __ATOMIC_ACQUIRE) != H_READY) return NULL;
     }
-    c->mem_limit = devices[dev].memory;
+    if (mem) *mem = devices[dev].memory;
     return devices[dev].c;
 }
+
+convcache *cache_for(struct call *c) { return cache_for_handle(c->handle, &c->dev, &c->mem_limit); }
+
+int library_forked(void) { return __atomic_load_n(&lib_state, __ATOMIC_ACQUIRE) == LIB_FORKED; }
 
 int library_usable(void) {
     int s = __atomic_load_n(&lib_state, __ATOMIC_ACQUIRE);

@@ -79,22 +79,28 @@ static int ours(void *p) {
     return dladdr((void *)&ours, &mine) && dladdr(p, &info) && info.dli_fbase == mine.dli_fbase;
 }
 
-/* RTLD_NEXT finds the real function when cuDNN is in the global scope; a
+/* real_symbol finds the real definition of a cuDNN function, never this
+ * library's own: RTLD_NEXT finds it when cuDNN is in the global scope; a
  * cuDNN loaded with RTLD_LOCAL (as a dependency of a dlopen'ed framework
- * library) is found by its soname. Never this library's own. */
-void *real_func(int i) {
-    void *p = __atomic_load_n(&real_funcs[i], __ATOMIC_ACQUIRE);
-    if (p) return p;
-    p = dlsym(RTLD_NEXT, func_names[i]);
+ * library) is found by its soname. */
+void *real_symbol(const char *name) {
+    void *p = dlsym(RTLD_NEXT, name);
     if (p && ours(p)) p = NULL;
     if (!p) {
-        static const char *const sonames[] = {"libcudnn.so.9", "libcudnn.so.8"};
-        for (int k = 0; k < 2 && !p; k++) {
+        static const char *const sonames[] = {"libcudnn.so.9", "libcudnn_graph.so.9", "libcudnn.so.8"};
+        for (int k = 0; k < 3 && !p; k++) {
             void *h = dlopen(sonames[k], RTLD_NOW | RTLD_NOLOAD);
-            if (h) p = dlsym(h, func_names[i]);
+            if (h) p = dlsym(h, name);
         }
         if (p && ours(p)) p = NULL;
     }
+    return p;
+}
+
+void *real_func(int i) {
+    void *p = __atomic_load_n(&real_funcs[i], __ATOMIC_ACQUIRE);
+    if (p) return p;
+    p = real_symbol(func_names[i]);
     if (p) __atomic_store_n(&real_funcs[i], p, __ATOMIC_RELEASE);
     return p;
 }
@@ -165,9 +171,22 @@ static int build(void *user, const void *key, size_t key_len, void *value, size_
     return 0;
 }
 
-static int log_enabled(void) {
+int log_enabled(void) {
     const char *v = env_get("CONVCACHE_PRELOAD_LOG");
     return v && v[0] && strcmp(v, "0") != 0;
+}
+
+void log_key(const char *what, const char *detail, const unsigned char *key, size_t n) {
+    static const char digits[] = "0123456789abcdef";
+    char *hex = malloc(2 * n + 1);
+    if (!hex) return;
+    for (size_t i = 0; i < n; i++) {
+        hex[2 * i] = digits[key[i] >> 4];
+        hex[2 * i + 1] = digits[key[i] & 15];
+    }
+    hex[2 * n] = 0;
+    fprintf(stderr, "convcache-preload: v8 %s%s%s key %s\n", what, detail[0] ? " " : "", detail, hex);
+    free(hex);
 }
 
 static void log_call(const struct call *c, const char *what, const struct key *k) {

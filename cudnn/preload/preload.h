@@ -44,7 +44,9 @@ typedef struct CUstream_st *CUstream;
 #define CUDNN_STATUS_SUCCESS 0
 #define CUDNN_STATUS_NOT_INITIALIZED 1001
 #define CUDNN_STATUS_NOT_SUPPORTED 3000
+#ifndef CUDNN_DIM_MAX
 #define CUDNN_DIM_MAX 8
+#endif
 #define CUDNN_CONVOLUTION_FWD_ALGO_COUNT 8
 #define CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT 6
 #define CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT 7
@@ -113,8 +115,10 @@ enum {
 
 extern const char *const func_names[N_FUNCS];
 
-/* real_func returns the real cuDNN's function i, or NULL. */
+/* real_func returns the real cuDNN's function i, or NULL; real_symbol the
+ * real definition of any cuDNN function by name, or NULL. */
 void *real_func(int i);
+void *real_symbol(const char *name);
 
 /* env_get reads an environment variable with secure_getenv: NULL in a
  * setuid or setgid process (AT_SECURE), whatever the variable holds. */
@@ -158,6 +162,7 @@ struct convcache_api {
     int (*get_or_create)(convcache_handle *, const void *, size_t, convcache_builder, void *,
                          void *, size_t, size_t *);
     int (*insert)(convcache_handle *, const void *, size_t, const void *, size_t);
+    int (*find)(convcache_handle *, const void *, size_t, void *, size_t, size_t *);
     int (*cudnn_scope)(int, char *, size_t);
     const char *(*last_error)(void);
 };
@@ -167,6 +172,9 @@ extern struct convcache_api api;
  * a failed load, nor in a child forked after a load. */
 int library_usable(void);
 
+/* library_forked reports a child forked after libconvcache was loaded. */
+int library_forked(void);
+
 /* library_ready loads libconvcache if no call has tried yet, and reports
  * whether it is loaded. */
 int library_ready(void);
@@ -174,6 +182,16 @@ int library_ready(void);
 /* cache_for returns the handle for the call, or NULL to pass it through,
  * and sets c->dev and c->mem_limit. library_ready() said yes. */
 convcache_handle *cache_for(struct call *c);
+
+/* cache_for_handle is the same for a cuDNN handle: *dev is its device (-1
+ * when CONVCACHE_SCOPE names the scope), *mem (if not NULL) the device's
+ * memory in bytes, 0 when unknown. */
+convcache_handle *cache_for_handle(cudnnHandle_t handle, int *dev, size_t *mem);
+
+/* log_enabled reports CONVCACHE_PRELOAD_LOG; log_key prints one line with
+ * a key in hex. */
+int log_enabled(void);
+void log_key(const char *what, const char *detail, const unsigned char *key, size_t n);
 
 /* ---- the key (key.c) ---------------------------------------------------- */
 
@@ -217,6 +235,16 @@ struct convcache_preload_stats {
     unsigned long long refused;       /* CONVCACHE_MODE=strict misses, not benchmarked */
     unsigned long long find_ns;       /* time the real find took on misses */
     double saved_ms;                  /* the hits' stored successful times, summed */
+    /* The backend ("v8") API, per convolution graph the host finalized: */
+    unsigned long long v8_graphs;         /* keyed: looked up in the cache */
+    unsigned long long v8_passthrough;    /* not served: not a single convolution, or unkeyable */
+    unsigned long long v8_hits;           /* the stored choice served: one plan timed */
+    unsigned long long v8_misses;         /* new: the host benchmarked, its choice learnt */
+    unsigned long long v8_aside;          /* a stored choice could not serve: the host benchmarked */
+    unsigned long long v8_waited;         /* got a choice another thread or process benchmarked */
+    unsigned long long v8_recorded;       /* choices stored */
+    unsigned long long v8_refused_execs;  /* timing executes refused while serving */
+    unsigned long long v8_refused_builds; /* plans refused in strict mode */
 };
 
 extern struct convcache_preload_stats counters;

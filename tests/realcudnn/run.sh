@@ -39,7 +39,7 @@ version=$(sed -n 's/^#define CUDNN_\(MAJOR\|MINOR\|PATCHLEVEL\) \([0-9]*\).*/\2/
 echo "== real-cudnn: compiling against cuDNN $version's headers"
 for f in cudnn/preload/*.c cudnn/probe.c bench/gpu/v7_find.c; do
     echo "   $f"
-    $CC $cflags -DCONVCACHE_REAL_CUDNN -Iinclude $inc -fsyntax-only "$f"
+    $CC $cflags -DCONVCACHE_REAL_CUDNN -Iinclude -Icudnn/engine $inc -fsyntax-only "$f"
 done
 echo "   examples/pytorch/conv_cache.cpp"
 $CXX $cflags -std=c++17 -DCONVCACHE_REAL_CUDNN -I"$build/include" $inc -fsyntax-only \

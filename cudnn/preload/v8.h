@@ -1,0 +1,212 @@
+/*
+ * What the backend-API ("v8") files of the interposer share (internal;
+ * every name hidden). The design is drawn in docs/v8-interposer.md:
+ *
+ *   v8_calls.c    the six cudnnBackend* functions, and the real ones
+ *   v8_shadow.c   what the interposer knows of each live descriptor
+ *   v8_key.c      a graph's key, from the attributes recorded as set
+ *   v8_graph.c    one operation graph's life: look up, serve, record
+ *   v8_reorder.c  the stored choices moved to the front of heuristics
+ *   v8_lease.c    single flight: one benchmark of a new graph at a time
+ *   v8_choices.c  the stored value: a short list of engine choices
+ */
+#ifndef CONVCACHE_PRELOAD_V8_H
+#define CONVCACHE_PRELOAD_V8_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend_api.h"
+#include "convcache_engine.h"
+#include "engine.h"
+#include "preload.h"
+
+/* ---- the real functions (v8_calls.c) ------------------------------------ */
+
+struct v8_real {
+    cc_desc_create_fn create;
+    cc_desc_destroy_fn destroy;
+    cc_finalize_fn finalize;
+    cc_set_attr_fn set;
+    cc_get_attr_fn get;
+    cc_execute_fn execute;
+};
+
+/* v8_real returns the real backend functions, all present, or NULL. */
+const struct v8_real *v8_real(void);
+
+/* Graphs whose plans' executes must be looked at; 0 lets every execute
+ * through at the cost of one load. */
+extern int v8_watching;
+
+/* ---- stored choices (v8_choices.c) -------------------------------------- */
+
+#define V8_MAX_CHOICES 4
+#define V8_VALUE_MAGIC 0x31564343u /* "CCV1" */
+
+/* The value stored under a graph's key: the choices the host made for it,
+ * most preferred first. Several stay side by side when each was chosen
+ * where the others were not on offer (deterministic and not, tf32 and
+ * not, a workspace limit). */
+struct v8_choices {
+    int n;
+    convcache_engine_choice c[V8_MAX_CHOICES];
+};
+
+/* v8_choices_decode parses a stored value; 0, or -1 for anything that is
+ * not a well-formed list of checked records (the value is then ignored). */
+int v8_choices_decode(const void *value, size_t len, struct v8_choices *out);
+
+/* v8_choices_encode writes the list; returns the length, or 0 if cap is short. */
+size_t v8_choices_encode(const struct v8_choices *l, void *out, size_t cap);
+
+/* v8_choices_find returns the index of the choice with c's engine and
+ * knobs, or -1. */
+int v8_choices_find(const struct v8_choices *l, const convcache_engine_choice *c);
+
+/* v8_choices_merge is the list to store after the host chose w:
+ * stored choices in drop (a bit per index: failed to finalize or run, or
+ * no longer offered by heuristics) go; those the host did not build (its
+ * own filters) stay ahead of w, as they win where they are allowed; w
+ * replaces an equal one. */
+void v8_choices_merge(const struct v8_choices *old, unsigned drop, const convcache_engine_choice *w,
+                      struct v8_choices *out);
+
+/* ---- shadows (v8_shadow.c) ---------------------------------------------- */
+
+struct v8_graph;
+
+/* What the interposer knows of one live descriptor it tracks. */
+struct v8_shadow {
+    void *desc;
+    int type;
+    int finalized;
+    /* Tensor, convolution and convolution operation: the attributes as set,
+     * encoded (v8_key.c); bad when one cannot be keyed. */
+    unsigned char *attrs;
+    size_t attrs_len;
+    int bad;
+    /* Graph: its handle and the one operation it may hold, encoded; the
+     * operation's descriptor type. */
+    cudnnHandle_t handle;
+    int op_type;
+    int nops;
+    /* The graph this descriptor belongs to (graph, heuristics, engine,
+     * engine config, plan), counted in its refs. */
+    struct v8_graph *g;
+    int heur_mode;   /* heuristics */
+    int stored;      /* engine config, plan: index of the stored choice it is, -1 none */
+    /* Plan: executes that reached cuDNN and succeeded, refused executes. */
+    long long ok_runs, refused;
+    struct v8_shadow *next;
+};
+
+/* One mutex guards every shadow and graph. It is never held across a
+ * call into cuDNN, nor while waiting for another benchmark. */
+extern pthread_mutex_t v8_mu;
+
+/* v8_shadow_get returns desc's shadow or NULL (v8_mu held). */
+struct v8_shadow *v8_shadow_get(const void *desc);
+/* v8_shadow_tracked_type reports whether descriptors of type get a shadow. */
+int v8_shadow_tracked_type(int type);
+/* v8_shadow_add tracks a new descriptor (v8_mu held); silently does
+ * nothing past the bound on live shadows (the descriptor is then unknown,
+ * and a graph made of it is passed through). */
+void v8_shadow_add(void *desc, int type);
+/* v8_shadow_drop forgets desc (v8_mu held), dropping its graph reference. */
+void v8_shadow_drop(const void *desc);
+
+/* ---- keys (v8_key.c) ---------------------------------------------------- */
+
+/* v8_attrs_put records one attribute in s's encoding; sub-descriptors are
+ * encoded by content (their shadows' encodings). */
+void v8_attrs_put(struct v8_shadow *s, int name, int type, int64_t count, const void *elements);
+
+/* v8_key builds graph's key into out (CONVCACHE_KEY_MAX) from its one
+ * operation; returns the length, or 0 when the graph is not one the
+ * interposer serves (not a single convolution, or something unkeyable). */
+size_t v8_key(const struct v8_shadow *graph, unsigned char *out, size_t cap);
+
+/* ---- one graph (v8_graph.c) --------------------------------------------- */
+
+enum {
+    G_IDLE,      /* built, no plan executed yet */
+    G_SERVING,   /* the stored choice ran first and well: others' timing refused */
+    G_ASIDE,     /* a stored choice could not serve: the host benchmarks as without us */
+    G_RECORDING, /* a new graph: the host benchmarks, the interposer learns its choice */
+    G_DONE       /* nothing more to watch */
+};
+
+struct v8_lease;
+
+struct v8_graph {
+    pthread_mutex_t mu;
+    int refs;
+    unsigned char *key;
+    size_t key_len;
+    convcache_handle *cache;
+    int strict;           /* CONVCACHE_MODE=strict: never benchmark */
+    struct v8_choices stored;
+    unsigned offered;     /* stored choices heuristics offered */
+    unsigned failed;      /* stored choices that failed to finalize, run or match */
+    int leading;          /* this graph's benchmark holds the lease */
+    struct v8_lease *lease;
+    int phase;
+    int watching;         /* counted in v8_watching */
+    void *candidate;      /* G_SERVING: the plan that serves */
+    int candidate_idx;
+    int plans;            /* finalized plans alive */
+    int stored_plans;     /* of them, stored choices */
+    unsigned timed;       /* stored choices the host timed (not serving) */
+    int heur_seen;        /* heuristics results were read */
+    int lease_tried;
+    int graph_gone, post, executed, recorded;
+    void *last_ok;        /* the plan of the last successful execute */
+};
+
+/* Hooks, called by v8_calls.c around the real calls, v8_mu not held. */
+void v8_graph_finalized(void *graph);      /* after a successful finalize */
+void v8_heur_finalized(void *heur);        /* after a successful finalize; may wait */
+int v8_plan_may_finalize(void *plan);      /* 0: refuse (strict mode) */
+void v8_plan_finalized(void *plan, cudnnStatus_t st);
+cudnnStatus_t v8_execute(cudnnHandle_t h, void *plan, void *pack);
+void v8_destroying(void *desc);            /* before the real destroy */
+
+/* References and the end of watching (v8_mu held). */
+void v8_graph_ref(struct v8_graph *g);
+void v8_graph_unref(struct v8_graph *g);
+void v8_close_window(struct v8_graph *g);
+
+/* v8_plan_choice reads the choice a plan runs (engine code): 0 or -1. */
+int v8_plan_choice(void *plan, convcache_engine_choice *out);
+
+/* ---- reordering heuristics (v8_reorder.c) ------------------------------- */
+
+/* v8_reorder fills the host's configs (elements, requested) from heur so
+ * that g's stored choices come first, in their order; *count as the real
+ * call sets it. Marks the stored choices offered and tags each config's
+ * shadow with the stored index it is. */
+cudnnStatus_t v8_reorder(struct v8_graph *g, void *heur, int64_t requested, int64_t *count,
+                         void **elements);
+
+/* ---- single flight (v8_lease.c) ----------------------------------------- */
+
+enum { LEASE_LEAD = 1, LEASE_VALUE, LEASE_NONE };
+
+/* v8_lease_take asks for key: it returns LEASE_LEAD (this caller benchmarks
+ * it and must call v8_lease_finish), LEASE_VALUE (another thread or process
+ * did: *value holds it) or LEASE_NONE (no lease: benchmark alone). It
+ * waits, bounded, while another benchmarks the key. */
+int v8_lease_take(convcache_handle *cache, const unsigned char *key, size_t key_len,
+                  struct v8_lease **out, unsigned char *value, size_t cap, size_t *len);
+
+/* v8_lease_finish hands the value to store (NULL: store nothing) and lets
+ * the waiters go. The lease is freed by whichever side finishes last. */
+void v8_lease_finish(struct v8_lease *l, const void *value, size_t len);
+
+/* ---- counters ------------------------------------------------------------ */
+
+#define COUNT_V8(field) __atomic_fetch_add(&counters.field, 1, __ATOMIC_RELAXED)
+
+#endif

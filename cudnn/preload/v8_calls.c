@@ -1,0 +1,225 @@
+/*
+ * The six functions of cuDNN's backend API, interposed. Each calls the
+ * real one (found as preload.c finds the find functions) and tells the
+ * graph code what happened; every argument goes to cuDNN unchanged, so a
+ * call cuDNN would refuse is refused by cuDNN.
+ *
+ * What a call costs the host:
+ *   - cudnnBackendExecute with no benchmark being watched: one load, then
+ *     the real call (the warm path: PyTorch's own map answers and only
+ *     executes reach cuDNN);
+ *   - create, set, get, finalize, destroy: the real call, plus a lookup in
+ *     the shadow table under one mutex for the descriptor types that make
+ *     up a convolution graph and its plans (v8_shadow.c).
+ *
+ * Calls made while the interposer itself is inside cuDNN (in_real: cuDNN
+ * calling its own exported functions, or the engine code reading a plan)
+ * and every call in a child forked after libconvcache was loaded go
+ * straight to cuDNN.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "v8.h"
+
+static __thread int in_real __attribute__((tls_model("initial-exec")));
+
+/* ---- the real functions ------------------------------------------------- */
+
+static struct v8_real real_fns;
+static int real_ok;
+
+static int resolve(void) {
+    struct v8_real r = {
+        .create = (cc_desc_create_fn)real_symbol("cudnnBackendCreateDescriptor"),
+        .destroy = (cc_desc_destroy_fn)real_symbol("cudnnBackendDestroyDescriptor"),
+        .finalize = (cc_finalize_fn)real_symbol("cudnnBackendFinalize"),
+        .set = (cc_set_attr_fn)real_symbol("cudnnBackendSetAttribute"),
+        .get = (cc_get_attr_fn)real_symbol("cudnnBackendGetAttribute"),
+        .execute = (cc_execute_fn)real_symbol("cudnnBackendExecute"),
+    };
+    if (!r.create || !r.destroy || !r.finalize || !r.set || !r.get || !r.execute) return 0;
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&mu);
+    if (!real_ok) {
+        real_fns = r;
+        /* The engine code reads and builds plans through these, never
+         * through this library's own functions. */
+        struct cce_backend b = {r.create, r.destroy, r.finalize, r.set, r.get};
+        cce_backend_use(&b);
+        __atomic_store_n(&real_ok, 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&mu);
+    return 1;
+}
+
+const struct v8_real *v8_real(void) {
+    if (__atomic_load_n(&real_ok, __ATOMIC_ACQUIRE) || resolve()) return &real_fns;
+    warn_once(W_REAL, "cuDNN's backend functions were not found");
+    return NULL;
+}
+
+/* active: the calls may be looked at (not inside cuDNN, not a forked child). */
+static int active(void) { return !in_real && library_usable(); }
+
+#define REAL_OR(fail)                 \
+    const struct v8_real *r = v8_real(); \
+    if (!r) return (fail)
+
+/* ---- the interposed functions -------------------------------------------- */
+
+EXPORT cudnnStatus_t cudnnBackendCreateDescriptor(cudnnBackendDescriptorType_t type,
+                                                  cudnnBackendDescriptor_t *desc) {
+    REAL_OR(CUDNN_STATUS_NOT_INITIALIZED);
+    if (!active()) return r->create(type, desc);
+    in_real++;
+    cudnnStatus_t st = r->create(type, desc);
+    in_real--;
+    if (st == CUDNN_STATUS_SUCCESS && desc && *desc && v8_shadow_tracked_type((int)type)) {
+        pthread_mutex_lock(&v8_mu);
+        v8_shadow_add(*desc, (int)type);
+        pthread_mutex_unlock(&v8_mu);
+    }
+    return st;
+}
+
+EXPORT cudnnStatus_t cudnnBackendDestroyDescriptor(cudnnBackendDescriptor_t desc) {
+    REAL_OR(CUDNN_STATUS_NOT_INITIALIZED);
+    if (in_real || library_forked()) return r->destroy(desc);
+    in_real++;
+    v8_destroying(desc);
+    cudnnStatus_t st = r->destroy(desc);
+    in_real--;
+    return st;
+}
+
+/* link makes s belong to the graph from belongs to. v8_mu held. */
+static void link(struct v8_shadow *s, const struct v8_shadow *from, int stored) {
+    if (!s || !from || !from->g) return;
+    if (s->g != from->g) {
+        if (s->g) v8_graph_unref(s->g);
+        v8_graph_ref(from->g);
+        s->g = from->g;
+    }
+    s->stored = stored;
+}
+
+/* record_set keeps what a successful SetAttribute said (v8_mu held). */
+static void record_set(void *desc, int name, int type, int64_t count, const void *elements) {
+    struct v8_shadow *s = v8_shadow_get(desc);
+    if (!s) return;
+    const struct v8_shadow *sub = NULL;
+    if (type == CUDNN_TYPE_BACKEND_DESCRIPTOR && count == 1 && elements)
+        sub = v8_shadow_get(*(void *const *)elements);
+    switch (s->type) {
+    case CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR:
+        if (name == CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH) link(s, sub, -1);
+        if (name == CUDNN_ATTR_ENGINEHEUR_MODE && count == 1 && elements)
+            memcpy(&s->heur_mode, elements, sizeof s->heur_mode);
+        return;
+    case CUDNN_BACKEND_ENGINE_DESCRIPTOR:
+        if (name == CUDNN_ATTR_ENGINE_OPERATION_GRAPH) link(s, sub, -1);
+        return;
+    case CUDNN_BACKEND_ENGINECFG_DESCRIPTOR:
+        /* A config the host made itself: which choice it is, is not known. */
+        if (name == CUDNN_ATTR_ENGINECFG_ENGINE) link(s, sub, -1);
+        return;
+    case CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR:
+        if (name == CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG) link(s, sub, sub ? sub->stored : -1);
+        return;
+    default: /* tensor, convolution, operation, graph */
+        v8_attrs_put(s, name, type, count, elements);
+    }
+}
+
+EXPORT cudnnStatus_t cudnnBackendSetAttribute(cudnnBackendDescriptor_t desc, cudnnBackendAttributeName_t name,
+                                              cudnnBackendAttributeType_t type, int64_t count,
+                                              const void *elements) {
+    REAL_OR(CUDNN_STATUS_NOT_INITIALIZED);
+    if (!active()) return r->set(desc, name, type, count, elements);
+    in_real++;
+    cudnnStatus_t st = r->set(desc, name, type, count, elements);
+    in_real--;
+    if (st == CUDNN_STATUS_SUCCESS) {
+        pthread_mutex_lock(&v8_mu);
+        record_set(desc, (int)name, (int)type, count, elements);
+        pthread_mutex_unlock(&v8_mu);
+    }
+    return st;
+}
+
+EXPORT cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const desc,
+                                              cudnnBackendAttributeName_t name,
+                                              cudnnBackendAttributeType_t type, int64_t requested,
+                                              int64_t *count, void *elements) {
+    REAL_OR(CUDNN_STATUS_NOT_INITIALIZED);
+    if (!active()) return r->get(desc, name, type, requested, count, elements);
+    struct v8_graph *g = NULL;
+    if (name == CUDNN_ATTR_ENGINEHEUR_RESULTS && type == CUDNN_TYPE_BACKEND_DESCRIPTOR &&
+        requested > 0 && count && elements) {
+        pthread_mutex_lock(&v8_mu);
+        struct v8_shadow *h = v8_shadow_get(desc);
+        if (h && h->type == CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR && h->g) {
+            g = h->g;
+            v8_graph_ref(g);
+        }
+        pthread_mutex_unlock(&v8_mu);
+    }
+    in_real++;
+    cudnnStatus_t st = g ? v8_reorder(g, desc, requested, count, elements)
+                         : r->get(desc, name, type, requested, count, elements);
+    in_real--;
+    if (g) {
+        pthread_mutex_lock(&v8_mu);
+        v8_graph_unref(g);
+        pthread_mutex_unlock(&v8_mu);
+    }
+    return st;
+}
+
+EXPORT cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t desc) {
+    REAL_OR(CUDNN_STATUS_NOT_INITIALIZED);
+    if (!active()) return r->finalize(desc);
+    pthread_mutex_lock(&v8_mu);
+    const struct v8_shadow *s = v8_shadow_get(desc);
+    int type = s ? s->type : -1;
+    pthread_mutex_unlock(&v8_mu);
+    if (type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR && !v8_plan_may_finalize(desc))
+        return cudnn_not_supported();
+    in_real++;
+    cudnnStatus_t st = r->finalize(desc);
+    switch (type) {
+    case -1:
+        break;
+    case CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR:
+        if (st == CUDNN_STATUS_SUCCESS) v8_graph_finalized(desc);
+        break;
+    case CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR:
+        if (st == CUDNN_STATUS_SUCCESS) v8_heur_finalized(desc);
+        break;
+    case CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR:
+        v8_plan_finalized(desc, st);
+        break;
+    default:
+        if (st == CUDNN_STATUS_SUCCESS) {
+            pthread_mutex_lock(&v8_mu);
+            struct v8_shadow *t = v8_shadow_get(desc);
+            if (t) t->finalized = 1;
+            pthread_mutex_unlock(&v8_mu);
+        }
+    }
+    in_real--;
+    return st;
+}
+
+EXPORT cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t plan,
+                                         cudnnBackendDescriptor_t pack) {
+    if (__atomic_load_n(&real_ok, __ATOMIC_ACQUIRE) && !__atomic_load_n(&v8_watching, __ATOMIC_RELAXED))
+        return real_fns.execute(handle, plan, pack);
+    REAL_OR(CUDNN_STATUS_NOT_INITIALIZED);
+    if (!active()) return r->execute(handle, plan, pack);
+    in_real++;
+    cudnnStatus_t st = v8_execute(handle, plan, pack);
+    in_real--;
+    return st;
+}

@@ -1,0 +1,231 @@
+/*
+ * One operation graph's life, as the host benchmarks it (design and the
+ * reasons: docs/v8-interposer.md).
+ *
+ *   finalized        key from the attributes as set; stored choices looked
+ *                    up; a new graph takes the lease at its first
+ *                    heuristics (v8_lease.c), and another process's value
+ *                    may arrive there
+ *   heuristics       stored choices moved to the front (v8_reorder.c)
+ *   plans finalized  counted; in strict mode only the first stored choice
+ *                    is let through
+ *   first execute    fewer than two plans alive: not a benchmark, nothing
+ *                    to do. Else, when the plan is a stored choice and
+ *                    reads back as exactly that engine and knobs, it runs;
+ *                    if it runs well the graph is SERVING: every other
+ *                    plan's first execute (its timing) is refused, so the
+ *                    host times one plan. Anything else: ASIDE (a stored
+ *                    choice the host did not keep, that failed, or that
+ *                    does not match) or RECORDING (a new graph): the host
+ *                    benchmarks exactly as without convcache
+ *   the choice       the host's choice is the plan it runs after timing:
+ *                    the first good execute once the graph is destroyed,
+ *                    or the last good one when a timed plan is destroyed,
+ *                    whichever comes first. It is merged into the stored
+ *                    list (v8_choices.c) and stored.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "v8.h"
+
+int v8_watching;
+
+/* ---- lifetime ----------------------------------------------------------- */
+
+void v8_close_window(struct v8_graph *g) {
+    g->phase = G_DONE;
+    if (g->watching) {
+        g->watching = 0;
+        __atomic_fetch_sub(&v8_watching, 1, __ATOMIC_RELAXED);
+    }
+    if (g->lease) { /* nothing to store: the waiters benchmark for themselves */
+        v8_lease_finish(g->lease, NULL, 0);
+        g->lease = NULL;
+    }
+}
+
+void v8_graph_ref(struct v8_graph *g) { g->refs++; }
+
+void v8_graph_unref(struct v8_graph *g) {
+    if (--g->refs > 0) return;
+    v8_close_window(g);
+    free(g->key);
+    free(g);
+}
+
+/* ---- the cache's mode ---------------------------------------------------- */
+
+/* strict_mode reports whether cache is in strict mode: a find of a key no
+ * one stores is then CONVCACHE_E_MISS rather than a miss. Asked once per
+ * handle, so that the library's rule for CONVCACHE_MODE stays its own. */
+static int strict_mode(convcache_handle *cache) {
+    static struct {
+        convcache_handle *c;
+        int strict;
+    } known[16];
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&mu);
+    for (int i = 0; i < 16; i++)
+        if (known[i].c == cache) {
+            int s = known[i].strict;
+            pthread_mutex_unlock(&mu);
+            return s;
+        }
+    pthread_mutex_unlock(&mu);
+    static const char probe[] = "convcache-v8-mode-probe: a key nobody stores";
+    unsigned char v[1];
+    size_t len = 0;
+    int s = api.find(cache, probe, sizeof probe - 1, v, sizeof v, &len) == CONVCACHE_E_MISS;
+    pthread_mutex_lock(&mu);
+    for (int i = 0; i < 16; i++)
+        if (!known[i].c) {
+            known[i].c = cache;
+            known[i].strict = s;
+            break;
+        }
+    pthread_mutex_unlock(&mu);
+    return s;
+}
+
+/* ---- finalized graph ------------------------------------------------------ */
+
+void v8_graph_finalized(void *desc) {
+    unsigned char key[CONVCACHE_KEY_MAX];
+    size_t key_len = 0;
+    cudnnHandle_t handle = NULL;
+    pthread_mutex_lock(&v8_mu);
+    struct v8_shadow *s = v8_shadow_get(desc);
+    if (s) {
+        s->finalized = 1;
+        key_len = v8_key(s, key, sizeof key);
+        handle = s->handle;
+    }
+    pthread_mutex_unlock(&v8_mu);
+    if (!key_len) {
+        if (s) COUNT_V8(v8_passthrough);
+        return;
+    }
+    if (!library_ready()) return;
+    int dev = -1;
+    convcache_handle *cache = cache_for_handle(handle, &dev, NULL);
+    if (!cache) return;
+
+    struct v8_graph *g = calloc(1, sizeof *g);
+    if (!g || !(g->key = malloc(key_len))) {
+        free(g);
+        return;
+    }
+    memcpy(g->key, key, key_len);
+    g->key_len = key_len;
+    g->cache = cache;
+    g->candidate_idx = -1;
+    unsigned char value[8 + V8_MAX_CHOICES * sizeof(convcache_engine_choice)];
+    size_t len = 0;
+    int rc = api.find(cache, key, key_len, value, sizeof value, &len);
+    if (rc == CONVCACHE_HIT) {
+        if (v8_choices_decode(value, len, &g->stored) != 0) {
+            COUNT(errors);
+            warn_once(W_ENTRY, "ignoring a stored backend-API choice that fails the checks; "
+                      "benchmarking again");
+        }
+        g->strict = strict_mode(cache);
+    } else if (rc == CONVCACHE_E_MISS) {
+        g->strict = 1;
+    } else if (rc < 0) {
+        COUNT(errors);
+        warn_once(W_CACHE, "cache error (%s); backend-API graphs run uncached", api.last_error());
+        free(g->key);
+        free(g);
+        return;
+    }
+    COUNT_V8(v8_graphs);
+    if (log_enabled()) log_key("graph", g->stored.n ? "known" : "new", key, key_len);
+    pthread_mutex_lock(&v8_mu);
+    s = v8_shadow_get(desc);
+    if (s && !s->g) {
+        g->refs = 1;
+        g->watching = 1;
+        __atomic_fetch_add(&v8_watching, 1, __ATOMIC_RELAXED);
+        s->g = g;
+        g = NULL;
+    }
+    pthread_mutex_unlock(&v8_mu);
+    if (g) {
+        free(g->key);
+        free(g);
+    }
+}
+
+/* ---- heuristics ----------------------------------------------------------- */
+
+void v8_heur_finalized(void *heur) {
+    pthread_mutex_lock(&v8_mu);
+    struct v8_shadow *h = v8_shadow_get(heur);
+    struct v8_graph *g = h ? h->g : NULL;
+    if (h) h->finalized = 1;
+    int take = g && g->phase == G_IDLE && g->stored.n == 0 && !g->strict && !g->lease_tried;
+    if (take) {
+        g->lease_tried = 1;
+        v8_graph_ref(g);
+    }
+    pthread_mutex_unlock(&v8_mu);
+    if (!take) return;
+
+    struct v8_lease *lease = NULL;
+    unsigned char value[8 + V8_MAX_CHOICES * sizeof(convcache_engine_choice)];
+    size_t len = 0;
+    int got = v8_lease_take(g->cache, g->key, g->key_len, &lease, value, sizeof value, &len);
+    struct v8_choices stored = {0};
+    if (got == LEASE_VALUE && v8_choices_decode(value, len, &stored) != 0) got = LEASE_NONE;
+    pthread_mutex_lock(&v8_mu);
+    if (got == LEASE_LEAD) {
+        if (g->refs > 1) {
+            g->lease = lease;
+            lease = NULL;
+        }
+    } else if (got == LEASE_VALUE) {
+        g->stored = stored;
+        COUNT_V8(v8_waited);
+    }
+    v8_graph_unref(g);
+    pthread_mutex_unlock(&v8_mu);
+    if (lease) v8_lease_finish(lease, NULL, 0); /* the graph went meanwhile */
+}
+
+/* ---- plans ---------------------------------------------------------------- */
+
+int v8_plan_may_finalize(void *plan) {
+    int ok = 1;
+    pthread_mutex_lock(&v8_mu);
+    struct v8_shadow *p = v8_shadow_get(plan);
+    struct v8_graph *g = p ? p->g : NULL;
+    if (g && g->strict) {
+        /* Strict: a known graph builds its first stored choice only; a new
+         * one, or one whose choices cannot serve, builds nothing. */
+        ok = p->stored >= 0 && g->stored_plans == 0 && !(g->failed & (1u << p->stored));
+    }
+    pthread_mutex_unlock(&v8_mu);
+    if (!ok) {
+        COUNT_V8(v8_refused_builds);
+        warn_once(W_STRICT, "CONVCACHE_MODE=strict: a convolution graph without a usable stored "
+                  "choice is not benchmarked; its plans are refused (CUDNN_STATUS_NOT_SUPPORTED)");
+    }
+    return ok;
+}
+
+void v8_plan_finalized(void *plan, cudnnStatus_t st) {
+    pthread_mutex_lock(&v8_mu);
+    struct v8_shadow *p = v8_shadow_get(plan);
+    struct v8_graph *g = p ? p->g : NULL;
+    if (p && g) {
+        if (st == CUDNN_STATUS_SUCCESS) {
+            p->finalized = 1;
+            g->plans++;
+            if (p->stored >= 0) g->stored_plans++;
+        } else if (p->stored >= 0) {
+            g->failed |= 1u << p->stored;
+        }
+    }
+    pthread_mutex_unlock(&v8_mu);
+}

@@ -1,0 +1,183 @@
+/*
+ * Executes and destroys of a watched graph's plans: serving the stored
+ * choice, standing aside, and learning the host's choice (the states are
+ * drawn in v8_graph.c).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "v8.h"
+
+int v8_plan_choice(void *plan, convcache_engine_choice *out) {
+    return convcache_engine_from_plan(plan, out, NULL) == CONVCACHE_ENGINE_OK ? 0 : -1;
+}
+
+/* record stores the choice plan runs as g's (plan is alive; v8_mu not
+ * held; the caller holds a reference on g). */
+static void record(struct v8_graph *g, void *plan) {
+    convcache_engine_choice w;
+    int ok = v8_plan_choice(plan, &w) == 0;
+    pthread_mutex_lock(&v8_mu);
+    if (g->recorded || g->phase == G_DONE) {
+        pthread_mutex_unlock(&v8_mu);
+        return;
+    }
+    g->recorded = 1;
+    struct v8_choices merged = {0};
+    if (ok) {
+        /* Dropped: choices that failed here, that heuristics no longer
+         * offer (once they were asked), and that were timed and lost. */
+        unsigned drop = g->failed | g->timed;
+        if (g->heur_seen) drop |= ~g->offered;
+        v8_choices_merge(&g->stored, drop, &w, &merged);
+    }
+    int aside = g->phase == G_ASIDE;
+    struct v8_lease *lease = g->lease;
+    g->lease = NULL;
+    v8_close_window(g);
+    pthread_mutex_unlock(&v8_mu);
+
+    unsigned char value[8 + V8_MAX_CHOICES * sizeof(convcache_engine_choice)];
+    size_t len = ok ? v8_choices_encode(&merged, value, sizeof value) : 0;
+    if (lease) {
+        v8_lease_finish(lease, len ? value : NULL, len);
+    } else if (len) {
+        int rc = api.insert(g->cache, g->key, g->key_len, value, len);
+        if (rc < 0 && rc != CONVCACHE_E_READONLY) {
+            COUNT(errors);
+            warn_once(W_CACHE, "a cache error (%s) kept a backend-API choice from being stored",
+                      api.last_error());
+        }
+    }
+    if (len) COUNT_V8(v8_recorded);
+    if (log_enabled()) log_key(aside ? "stood aside, recorded" : "recorded", ok ? "" : "(unreadable plan)",
+                               g->key, g->key_len);
+}
+
+/* ---- executes ------------------------------------------------------------- */
+
+enum { RUN, TRY, REFUSE };
+
+/* decide picks what an execute of p does (v8_mu held). */
+static int decide(struct v8_graph *g, struct v8_shadow *p) {
+    if (g->phase == G_IDLE) {
+        g->executed = 1;
+        if (g->plans < 2) { /* not a benchmark: the host runs what it built */
+            v8_close_window(g);
+            return RUN;
+        }
+        if (g->stored.n == 0) {
+            g->phase = G_RECORDING;
+            COUNT_V8(v8_misses);
+            return RUN;
+        }
+        if (p->stored >= 0 && !(g->failed & (1u << p->stored))) {
+            g->phase = G_SERVING;
+            g->candidate = p->desc;
+            g->candidate_idx = p->stored;
+            return TRY;
+        }
+        g->phase = G_ASIDE;
+        COUNT_V8(v8_aside);
+        return RUN;
+    }
+    if (g->phase == G_SERVING && p->desc != g->candidate && p->ok_runs == 0 && p->refused == 0) {
+        p->refused++;
+        return REFUSE;
+    }
+    return RUN;
+}
+
+cudnnStatus_t v8_execute(cudnnHandle_t h, void *plan, void *pack) {
+    const struct v8_real *r = v8_real();
+    pthread_mutex_lock(&v8_mu);
+    struct v8_shadow *p = v8_shadow_get(plan);
+    struct v8_graph *g = p ? p->g : NULL;
+    if (!g || g->phase == G_DONE || !p->finalized) {
+        pthread_mutex_unlock(&v8_mu);
+        return r->execute(h, plan, pack);
+    }
+    int what = decide(g, p);
+    int idx = g->candidate_idx;
+    convcache_engine_choice want = {0};
+    if (what == TRY) want = g->stored.c[idx];
+    v8_graph_ref(g);
+    pthread_mutex_unlock(&v8_mu);
+
+    if (what == REFUSE) {
+        COUNT_V8(v8_refused_execs);
+        pthread_mutex_lock(&v8_mu);
+        v8_graph_unref(g);
+        pthread_mutex_unlock(&v8_mu);
+        return cudnn_not_supported();
+    }
+    int matches = 1;
+    if (what == TRY) {
+        /* A config that reads as the stored choice must also build a plan
+         * that runs it (a cuDNN may substitute another engine). */
+        convcache_engine_choice have;
+        matches = v8_plan_choice(plan, &have) == 0 && convcache_engine_same(&have, &want);
+    }
+    cudnnStatus_t st = r->execute(h, plan, pack);
+
+    void *to_record = NULL;
+    pthread_mutex_lock(&v8_mu);
+    p = v8_shadow_get(plan);
+    if (what == TRY && (!matches || st != CUDNN_STATUS_SUCCESS)) {
+        /* The stored choice cannot serve: the host benchmarks the rest as
+         * usual (nothing was refused yet), and its choice replaces it. */
+        g->failed |= 1u << idx;
+        g->phase = G_ASIDE;
+        g->candidate = NULL;
+        COUNT_V8(v8_aside);
+    } else if (what == TRY) {
+        COUNT_V8(v8_hits);
+    }
+    if (st == CUDNN_STATUS_SUCCESS && p) {
+        p->ok_runs++;
+        if (p->stored >= 0 && p->desc != g->candidate) g->timed |= 1u << p->stored;
+        g->last_ok = plan;
+        if ((g->phase == G_RECORDING || g->phase == G_ASIDE) && g->post && !g->recorded) to_record = plan;
+    }
+    pthread_mutex_unlock(&v8_mu);
+    if (to_record) record(g, to_record);
+    pthread_mutex_lock(&v8_mu);
+    v8_graph_unref(g);
+    pthread_mutex_unlock(&v8_mu);
+    return st;
+}
+
+/* ---- destroys --------------------------------------------------------------- */
+
+void v8_destroying(void *desc) {
+    void *to_record = NULL;
+    struct v8_graph *g = NULL;
+    pthread_mutex_lock(&v8_mu);
+    struct v8_shadow *s = v8_shadow_get(desc);
+    if (s && s->g && s->type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR && s->finalized) {
+        g = s->g;
+        g->plans--;
+        if (s->stored >= 0) g->stored_plans--;
+        if ((g->phase == G_RECORDING || g->phase == G_ASIDE) && s->ok_runs > 0 && !g->recorded &&
+            g->last_ok) {
+            to_record = g->last_ok;
+            v8_graph_ref(g);
+        } else if (g->phase == G_SERVING && g->plans <= 1) {
+            v8_close_window(g); /* the others are gone: nothing left to refuse */
+        }
+        if (g->last_ok == desc && !to_record) g->last_ok = NULL;
+    } else if (s && s->g && s->type == CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR) {
+        s->g->graph_gone = 1;
+        if (s->g->executed) s->g->post = 1;
+    }
+    pthread_mutex_unlock(&v8_mu);
+    if (to_record) {
+        record(g, to_record);
+        pthread_mutex_lock(&v8_mu);
+        v8_graph_unref(g);
+        pthread_mutex_unlock(&v8_mu);
+    }
+    pthread_mutex_lock(&v8_mu);
+    v8_shadow_drop(desc);
+    pthread_mutex_unlock(&v8_mu);
+}
