@@ -73,6 +73,88 @@
 //
 // Its value is the perf structs cuDNN returned, 48 bytes each, in order.
 //
+// # The backend-API ("v8") interposer
+//
+// PyTorch's default convolution path goes through cuDNN's backend API with
+// cudnn_frontend: for a shape it has not met, with benchmark mode on, it
+// builds an operation graph, asks heuristics (and the fallback list) for
+// engine configs, filters them by rules cuDNN cannot see (deterministic,
+// tf32, errata), builds a plan for each, drops those whose workspace its
+// allocator cannot give, times up to benchmark_limit of them (a warm-up
+// execute, then one timed execute each) and keeps the fastest plan that
+// runs in a map that dies with the process. The interposer
+// (cudnn/preload/v8_*.c) sees those calls, as libtorch_cuda makes them
+// through ordinary dynamic linking, and acts at three points:
+//
+//   - Key: a graph holding one convolution operation is keyed by what the
+//     host set on it, as it set it: every attribute of the operation, its
+//     tensors (dimensions, strides, data type, byte alignment, unique id,
+//     virtual flag, ...) and its convolution descriptor, in the layout
+//     below, under the device scope of the graph's handle. Anything else
+//     (matmul, attention, fused graphs, an attribute that cannot be keyed)
+//     passes through untouched.
+//   - Order: when the key holds choices, the heuristics results the host
+//     reads are reordered so that they come first (the host gets every
+//     config, once: only the order changes). The host then builds and
+//     times a stored choice first, if its own filters keep it.
+//   - Timing: if the first plan the host times is a stored choice, reads
+//     back as exactly that engine and knobs, and runs, every other plan's
+//     first execute (its warm-up) is refused with CUDNN_STATUS_NOT_SUPPORTED,
+//     which the host's timing loop skips: the host times one plan, and runs
+//     it. In any other case (the host filtered the stored choice out, it
+//     failed to finalize or to run, it is not on offer any more) the
+//     interposer stands aside: nothing has been refused yet, and the host
+//     benchmarks exactly as it would without convcache.
+//
+// The host's own choice is learnt from what it does after timing: the plan
+// it runs once its graph is destroyed, or the plan it ran last when it
+// destroys a timed plan. A graph with fewer than two plans alive at its
+// first execute is not a benchmark (benchmark mode off) and nothing is
+// learnt from it. The choice is merged into the stored list: choices that
+// failed here, that heuristics no longer offer, or that the host timed and
+// did not choose are dropped; choices the host did not build (its filters)
+// stay ahead of it, since they win where they are allowed (a deterministic
+// run and a non-deterministic one each keep theirs).
+//
+// Why the other plans are still built: safety decides it. A
+// stored choice can fail to run, or be dropped by the host's workspace
+// limit, only after every plan was built (PyTorch builds all candidates,
+// then filters by workspace, then times). Had the interposer refused the
+// other builds, the host would then end with no plan at all and raise an
+// error it would not have had. So in the default mode the host builds what
+// it always builds, and times one plan. CONVCACHE_MODE=strict, where a
+// graph that would need benchmarking is an error by definition, also
+// refuses to finalize every plan but the first stored choice (and every
+// plan of a graph with no usable choice).
+//
+// Single flight: a graph nobody has stored is leased at its first
+// heuristics query: a helper thread calls convcache_get_or_create for the
+// key with a builder that waits for this host's benchmark to finish, so
+// threads and processes meeting the same new graph wait (bounded by
+// CONVCACHE_BUILD_TIMEOUT_MS, released at once if the benchmarking process
+// dies) and then serve its choice.
+//
+// Costs: an execute while no graph is being benchmarked costs one atomic
+// load before the real call (the warm path, after PyTorch's own map
+// answers). The interposer keeps a shadow of each live descriptor of the
+// kinds a convolution graph and its plans are made of, freed when the host
+// destroys it, at most 2^20 of them.
+//
+// The key, layout 1: "ccg1", then the graph's attributes (its handle
+// left out), each a record
+//
+//	u16 name, u8 type, u8 0, u16 count, u16 len, len bytes
+//
+// sorted by name, where a value attribute's bytes are its elements as set
+// (little-endian) and a descriptor attribute's are, per element, u16 type,
+// u16 len and that descriptor's own records: the graph's one operation,
+// the operation's tensors and convolution, by content. GraphKey decodes it.
+//
+// The value: "CCV1", a count n of 1 to 4, then n engine choice records
+// (include/convcache_engine.h, 800 bytes each), most preferred first.
+// DecodeEngineChoices decodes it; a value that fails any check is ignored
+// and replaced.
+//
 // # Caveats
 //
 //   - The driver's CUDA version (cuDriverGetVersion, such as 13000) is in the
@@ -84,4 +166,10 @@
 //     thread. Later calls wait for that same call rather than start another.
 //   - Built without cgo, Probe always reports ErrUnavailable; the codecs
 //     are pure Go and work everywhere.
+//   - The backend-API interposer serves a host that calls libcudnn's
+//     exported functions. A cudnn_frontend built with
+//     NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING calls them through dlsym and is
+//     not seen (make torch-check checks PyTorch's wheel). A stored choice
+//     that heuristics offer only in the fallback list is timed after the
+//     host's other candidates: the interposer then stands aside.
 package cudnn

@@ -1,6 +1,6 @@
 /*
  * What the backend-API ("v8") files of the interposer share (internal;
- * every name hidden). The design is drawn in docs/v8-interposer.md:
+ * every name hidden). The design is drawn in cudnn/doc.go:
  *
  *   v8_calls.c    the six cudnnBackend* functions, and the real ones
  *   v8_shadow.c   what the interposer knows of each live descriptor

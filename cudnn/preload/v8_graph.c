@@ -1,6 +1,6 @@
 /*
  * One operation graph's life, as the host benchmarks it (design and the
- * reasons: docs/v8-interposer.md).
+ * reasons: cudnn/doc.go).
  *
  *   finalized        key from the attributes as set; stored choices looked
  *                    up; a new graph takes the lease at its first
