@@ -34,11 +34,11 @@ type runOptions struct {
 	torchV7 bool
 }
 
-// torchV7Note says what --torch-v7 costs. PyTorch's default cuDNN path (v8,
-// cudnn_frontend) never calls the find functions the interposer caches.
-const torchV7Note = "convcache run: --torch-v7 sets TORCH_CUDNN_V8_API_DISABLED=1: PyTorch takes its cuDNN v7 path, " +
-	"whose benchmarks convcache caches, and gives up the engine choices only its default v8 path has, " +
-	"so some layers may run slower; compare a warm run against PyTorch's default"
+// torchV7Note says what --torch-v7 costs. The interposer serves both of
+// PyTorch's cuDNN paths; the switch is for those who want the legacy one.
+const torchV7Note = "convcache run: --torch-v7 sets TORCH_CUDNN_V8_API_DISABLED=1: PyTorch takes its legacy cuDNN v7 path " +
+	"and gives up the engine choices only its default v8 path has, so some layers may run slower; " +
+	"convcache serves the default path without it"
 
 func newRunCmd(e *env) *cobra.Command {
 	var o runOptions
@@ -47,7 +47,13 @@ func newRunCmd(e *env) *cobra.Command {
 		Short: "run a command with the cuDNN interposer (LD_PRELOAD)",
 		Long: `Runs COMMAND with the LD_PRELOAD interposer, libconvcache_preload.so, so that
 its cuDNN convolution benchmarks are kept across runs, as ccache does for a
-compiler. It adds the interposer to LD_PRELOAD (after any libraries already
+compiler: both PyTorch's default path (cuDNN's backend API, "v8": the
+stored engine choice is the one plan timed) and the legacy find calls
+("v7": answered from the cache). For PyTorch, set
+torch.backends.cudnn.benchmark = True in the program: without it PyTorch
+benchmarks nothing, and there is nothing to keep.
+
+It adds the interposer to LD_PRELOAD (after any libraries already
 there), sets the CONVCACHE_* variables its flags name, and then runs
 COMMAND in its own place (exec): COMMAND gets every signal sent to it, and
 its exit status is convcache run's (a shell reports 128+N for a command
@@ -60,18 +66,17 @@ in ../lib, ../lib64 or ../lib/<multiarch> of its directory (an install in
 PREFIX/bin and PREFIX/lib), and beside $CONVCACHE_LIBRARY. libconvcache.so.1
 must be beside it.
 
---torch-v7 also sets TORCH_CUDNN_V8_API_DISABLED=1: PyTorch's default cuDNN
-path (v8) never calls the find functions the interposer caches; this switch
-puts it on the v7 path, which does (with torch.backends.cudnn.benchmark =
-True). A note on what that costs is printed.
+--torch-v7 also sets TORCH_CUDNN_V8_API_DISABLED=1, which puts PyTorch on
+its legacy cuDNN v7 path; it is not needed for caching. A note on what it
+costs is printed.
 
 Exit status when COMMAND does not start: 2 a bad flag, 125 no interposer,
 126 COMMAND cannot be run, 127 COMMAND not found.
 
 Examples:
   convcache run -- python train.py
-  convcache run --torch-v7 --path /scratch/convcache.ccdb -- python train.py
-  convcache run --mode strict -- ./serve   # fails a find that would benchmark`,
+  convcache run --path /scratch/convcache.ccdb -- python train.py
+  convcache run --mode strict -- ./serve   # fails a convolution that would benchmark`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return argErr(c, "name the command to run: convcache run [flags] -- COMMAND [ARGS...]")
@@ -91,7 +96,7 @@ Examples:
 	fs.StringVar(&o.tag, "tag", "", "append `T` to the fingerprint, such as your framework's version (sets CONVCACHE_TAG)")
 	fs.StringVar(&o.mode, "mode", "", "`MODE`: rw, ro, off, recache or strict (sets CONVCACHE_MODE)")
 	fs.BoolVarP(&o.verbose, "verbose", "v", false, "log every intercepted call and cache event on stderr (sets CONVCACHE_PRELOAD_LOG=1 and CONVCACHE_VERBOSE=1)")
-	fs.BoolVar(&o.torchV7, "torch-v7", false, "put PyTorch on its cuDNN v7 API, the one the interposer sees (sets TORCH_CUDNN_V8_API_DISABLED=1)")
+	fs.BoolVar(&o.torchV7, "torch-v7", false, "put PyTorch on its legacy cuDNN v7 API (sets TORCH_CUDNN_V8_API_DISABLED=1; not needed for caching)")
 	c.RegisterFlagCompletionFunc("mode", cobra.FixedCompletions(
 		[]cobra.Completion{"rw", "ro", "off", "recache", "strict"}, cobra.ShellCompDirectiveNoFileComp))
 	return c
