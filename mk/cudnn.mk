@@ -9,7 +9,7 @@ PRELOAD_LIB := $(BUILD)/libconvcache_preload.so
 STANDIN_DIR := $(BUILD)/tests/preload
 STANDINS    := $(STANDIN_DIR)/libcuda.so.1 $(STANDIN_DIR)/libcudnn.so.9
 PRELOAD_TEST_BINS := $(STANDIN_DIR)/preload_prog $(STANDIN_DIR)/preload_linked \
-                     $(STANDIN_DIR)/scope_test
+                     $(STANDIN_DIR)/scope_test $(STANDIN_DIR)/v8_prog
 PRELOAD_PROG_SRC  := tests/preload/preload_prog.c tests/preload/planted.c tests/preload/args.c
 
 ALL_TARGETS     += $(PRELOAD_LIB)
@@ -55,6 +55,12 @@ $(STANDIN_DIR)/preload_linked: $(PRELOAD_PROG_SRC) tests/preload/prog.h include/
 	$(CC) $(CFLAGS) -Iinclude -o $@ $(PRELOAD_PROG_SRC) -Wl,--no-as-needed \
 	  -L$(BUILD) -l:libconvcache_preload.so -L$(STANDIN_DIR) -l:libcudnn.so.9 -l:libcuda.so.1 \
 	  -Wl,-rpath,$(ABS_BUILD)/tests/preload:$(ABS_BUILD) -ldl -lpthread
+
+# PyTorch's default-path benchmark in plain C over the backend API, linked
+# to the stand-in cuDNN as libtorch_cuda is to libcudnn (tests/preload/v8_run.sh).
+$(STANDIN_DIR)/v8_prog: tests/preload/v8_prog.c bench/gpu/conv_graph.h $(ENGINE_A) $(STANDINS) include/convcache_engine.h
+	$(CC) $(CFLAGS) -Iinclude -Icudnn/engine -Ibench/gpu -o $@ $< $(ENGINE_A) -L$(STANDIN_DIR) -l:libcudnn.so.9 \
+	  -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
 
 $(STANDIN_DIR)/scope_test: tests/preload/scope_test.c $(LIB) $(BUILD)/include/.stamp
 	@mkdir -p $(STANDIN_DIR)

@@ -162,6 +162,7 @@ struct v8_graph {
     int heur_seen;        /* heuristics results were read */
     int lease_tried;
     int graph_gone, post, executed, recorded;
+    int built, ran, refused; /* plans finalized, plans run (timed), executes refused */
     void *last_ok;        /* the plan of the last successful execute */
 };
 

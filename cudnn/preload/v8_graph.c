@@ -24,6 +24,7 @@
  *                    whichever comes first. It is merged into the stored
  *                    list (v8_choices.c) and stored.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,7 +34,14 @@ int v8_watching;
 
 /* ---- lifetime ----------------------------------------------------------- */
 
+static const char *const phase_names[] = {"not a benchmark", "served", "stood aside", "new", "done"};
+
 void v8_close_window(struct v8_graph *g) {
+    if (g->phase != G_DONE && g->executed && log_enabled()) {
+        char what[128];
+        snprintf(what, sizeof what, "built %d timed %d refused %d", g->built, g->ran, g->refused);
+        log_key(phase_names[g->phase], what, g->key, g->key_len);
+    }
     g->phase = G_DONE;
     if (g->watching) {
         g->watching = 0;
@@ -222,6 +230,7 @@ void v8_plan_finalized(void *plan, cudnnStatus_t st) {
         if (st == CUDNN_STATUS_SUCCESS) {
             p->finalized = 1;
             g->plans++;
+            g->built++;
             if (p->stored >= 0) g->stored_plans++;
         } else if (p->stored >= 0) {
             g->failed |= 1u << p->stored;

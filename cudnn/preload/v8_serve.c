@@ -83,6 +83,7 @@ static int decide(struct v8_graph *g, struct v8_shadow *p) {
     }
     if (g->phase == G_SERVING && p->desc != g->candidate && p->ok_runs == 0 && p->refused == 0) {
         p->refused++;
+        g->refused++;
         return REFUSE;
     }
     return RUN;
@@ -134,7 +135,7 @@ cudnnStatus_t v8_execute(cudnnHandle_t h, void *plan, void *pack) {
         COUNT_V8(v8_hits);
     }
     if (st == CUDNN_STATUS_SUCCESS && p) {
-        p->ok_runs++;
+        if (p->ok_runs++ == 0) g->ran++;
         if (p->stored >= 0 && p->desc != g->candidate) g->timed |= 1u << p->stored;
         g->last_ok = plan;
         if ((g->phase == G_RECORDING || g->phase == G_ASIDE) && g->post && !g->recorded) to_record = plan;

@@ -11,8 +11,9 @@
  *           [--iterations N] REPORT
  *
  * REPORT gets one line per thread and shape:
- *   shape=<i> built=<plans finalized> timed=<plans whose warm-up ran>
+ *   thread=<t> shape=<i> built=<plans finalized> timed=<plans whose warm-up ran>
  *   plan=<engine and knobs of the plan kept> sum=<checksum of the output>
+ *   choose_ms=<from building the graph to the plan kept, ms>
  * and the process exits 1 when a shape ends with no plan that runs, as
  * PyTorch raises.
  */
@@ -89,6 +90,7 @@ static void run_shape(cudnnHandle_t handle, int tid, int i) {
     struct timed timed[2 * MAX_CFGS];
     cudnnBackendDescriptor_t chosen = NULL;
     void *ws = NULL;
+    double t_start = now_ms();
     if (cg_build(&A, handle, cv, &g) != CUDNN_STATUS_SUCCESS) goto fail;
     cg_heuristics(&A, g.graph, CUDNN_HEUR_MODE_INSTANT, cfgs, MAX_CFGS, &n1);
     cg_heuristics(&A, g.graph, CUDNN_HEUR_MODE_FALLBACK, cfgs + n1, MAX_CFGS, &n2);
@@ -133,6 +135,7 @@ static void run_shape(cudnnHandle_t handle, int tid, int i) {
         if (timed[k].plan != chosen) A.destroy(timed[k].plan);
     for (int k = 0; k < n1 + n2; k++) A.destroy(cfgs[k]);
     if (!chosen) goto fail;
+    double choose_ms = now_ms() - t_start;
     for (int it = 0; it < iterations; it++) {
         memset(o, 0, ob);
         if (cg_execute(&A, handle, chosen, x, w, y, ws) != CUDNN_STATUS_SUCCESS) goto fail;
@@ -145,8 +148,8 @@ static void run_shape(cudnnHandle_t handle, int tid, int i) {
         if (sp) *sp = 0;
     }
     pthread_mutex_lock(&report_mu);
-    fprintf(report, "thread=%d shape=%d built=%d timed=%d plan=%s sum=%016llx\n", tid, i, built, ntimed, tag,
-            (unsigned long long)checksum(o, ob));
+    fprintf(report, "thread=%d shape=%d built=%d timed=%d plan=%s sum=%016llx choose_ms=%.3f\n", tid, i, built,
+            ntimed, tag, (unsigned long long)checksum(o, ob), choose_ms);
     pthread_mutex_unlock(&report_mu);
     A.destroy(chosen);
     free(x), free(w), free(y), free(ws);
