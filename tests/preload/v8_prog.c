@@ -13,7 +13,7 @@
  * REPORT gets one line per thread and shape:
  *   thread=<t> shape=<i> built=<plans finalized> timed=<plans whose warm-up ran>
  *   plan=<engine and knobs of the plan kept> sum=<checksum of the output>
- *   choose_ms=<from building the graph to the plan kept, ms>
+ *   ws=<its workspace, bytes> choose_ms=<from building the graph to the plan kept, ms>
  * and the process exits 1 when a shape ends with no plan that runs, as
  * PyTorch raises.
  */
@@ -142,14 +142,16 @@ static void run_shape(cudnnHandle_t handle, int tid, int i) {
     }
     convcache_engine_choice c;
     char tag[512] = "?";
+    long long chosen_ws = -1;
     if (convcache_engine_from_plan(chosen, &c, NULL) == CONVCACHE_ENGINE_OK) {
+        chosen_ws = (long long)c.workspace;
         convcache_engine_format(&c, tag, sizeof tag);
         char *sp = strchr(tag, ' '); /* the workspace is not the plan's identity */
         if (sp) *sp = 0;
     }
     pthread_mutex_lock(&report_mu);
-    fprintf(report, "thread=%d shape=%d built=%d timed=%d plan=%s sum=%016llx choose_ms=%.3f\n", tid, i, built,
-            ntimed, tag, (unsigned long long)checksum(o, ob), choose_ms);
+    fprintf(report, "thread=%d shape=%d built=%d timed=%d plan=%s sum=%016llx ws=%lld choose_ms=%.3f\n", tid, i,
+            built, ntimed, tag, (unsigned long long)checksum(o, ob), chosen_ws, choose_ms);
     pthread_mutex_unlock(&report_mu);
     A.destroy(chosen);
     free(x), free(w), free(y), free(ws);

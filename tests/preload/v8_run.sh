@@ -1,0 +1,185 @@
+#!/bin/sh
+# The interposer on cuDNN's backend (v8) API, under `convcache run`, against
+# the stand-in cuDNN: a program that benchmarks as PyTorch's default path
+# does, run twice and more, with every change run 2 may bring.
+#
+#   sh tests/preload/v8_run.sh BUILD NAME PROGRAM [ARGS...]
+#
+# PROGRAM writes a report (its last argument) with one line per thread and
+# shape: "... shape=S built=B timed=T plan=P sum=X ...", and exits non-zero
+# when a shape ends with no plan that runs (as PyTorch raises). Checked:
+#   1. run 2 (a new process) times at most one plan per shape, the plan run
+#      1 chose, with identical outputs;
+#   2. each change to run 2 (an engine gone, another engine substituted, a
+#      workspace limit the stored plan exceeds, a failing finalize or
+#      execute of the stored choice, and the filters the program has)
+#      completes, every shape with a plan whose output is that plan's; a
+#      run 3 under the same change is served again (one plan timed), but
+#      for a cuDNN that substitutes engines (never served);
+#   3. 4 processes started together on a fresh file, and 4 threads in one
+#      process, benchmark each shape once between them;
+#   4. strict mode: a known shape builds and times only its stored plan; a
+#      new one is refused, with no plan timed;
+#   5. ro stores nothing, recache benchmarks again, off serves nothing.
+# Every (shape, plan) pair must give the same output in every run.
+set -u
+B=$(cd "$1" && pwd)
+NAME=$2
+shift 2
+S=$B/tests/preload
+T=$(mktemp -d "${TMPDIR:-/tmp}/convcache-v8.XXXXXX") || exit 1
+trap 'rm -rf "$T"' EXIT INT TERM
+
+unset CONVCACHE_SCOPE CONVCACHE_TAG CONVCACHE_MODE CONVCACHE_DISABLE CONVCACHE_PRELOAD_LOG \
+    CONVCACHE_CUDA_LIBRARY CONVCACHE_CUDNN_LIBRARY CONVCACHE_SYSTEM_PATH CONVCACHE_REMOTE \
+    CONVCACHE_VERBOSE STANDIN_ENGINE_COUNT STANDIN_SUBSTITUTE STANDIN_PLAN_STATUS STANDIN_LIE
+# Each (engine, knobs, shape) runs for its own time, so timing picks a winner.
+export STANDIN_EXEC_US=${STANDIN_EXEC_US:-300}
+fails=0
+ok() { echo "ok   $NAME: $*"; }
+bad() { echo "FAIL $NAME: $*" >&2; fails=$((fails + 1)); }
+
+# run OUT [VAR=VALUE...] [-- PROGRAM-ARGS...]: PROGRAM under convcache run,
+# report in $T/OUT.txt, its stderr in $T/OUT.err; returns its status.
+run() {
+    out=$1
+    shift
+    vars=""
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do vars="$vars $1"; shift; done
+    [ $# -gt 0 ] && shift
+    # shellcheck disable=SC2086 # VAR=VALUE words
+    env $vars CONVCACHE_VERBOSE=1 timeout 120 "$B/convcache" run -- $PROG "$@" "$T/$out.txt" \
+        >"$T/$out.out" 2>"$T/$out.err"
+}
+# field FILE NAME: "shape value" for each line of a report.
+field() { sed -n "s/.*shape=\([0-9]*\) .*$2=\([^ ]*\).*/\1 \2/p" "$1"; }
+# served FILE: every shape timed at most one plan.
+served() { [ -s "$1" ] && ! field "$1" timed | awk '$2 > 1 {found = 1} END {exit !found}'; }
+# same_plans A B: every shape of B chose what A chose, with the same output.
+same_plans() {
+    field "$1" plan | sort -u >"$T/a.plan"; field "$2" plan | sort -u >"$T/b.plan"
+    field "$1" sum | sort -u >"$T/a.sum"; field "$2" sum | sort -u >"$T/b.sum"
+    cmp -s "$T/a.plan" "$T/b.plan" && cmp -s "$T/a.sum" "$T/b.sum"
+}
+# Every report is added to $T/all: one output per (shape, plan), ever.
+note() { sed -n 's/.*shape=\([0-9]*\) .*plan=\([^ ]*\) sum=\([^ ]*\).*/\1 \2 \3/p' "$T/$1.txt" >>"$T/all"; }
+fresh() { export CONVCACHE_PATH="$T/$1.ccdb"; }
+counts() { sed -n 's/.*shape=\([0-9]*\) built=\([0-9]*\) timed=\([0-9]*\).*/\1:\2\/\3/p' "$1" | tr '\n' ' '; }
+
+PROG="$*"
+: >"$T/all"
+
+# ---- 1. Run 2 times one plan per shape, the same plan, the same output.
+fresh base
+run r1 && note r1 || bad "run 1 failed: $(cat "$T/r1.err")"
+run r2 && note r2 || bad "run 2 failed: $(cat "$T/r2.err")"
+if served "$T/r2.txt" && same_plans "$T/r1.txt" "$T/r2.txt"; then
+    ok "run 2 times one plan per shape, run 1's, same outputs (shape:built/timed run 1 $(counts "$T/r1.txt")| run 2 $(counts "$T/r2.txt"))"
+else
+    bad "run 2 is not run 1's choices served: run 1 $(counts "$T/r1.txt"); run 2 $(counts "$T/r2.txt")"
+fi
+grep -q 'convcache-preload: v8: graphs [1-9].*hits [1-9]' "$T/r2.err" ||
+    bad "run 2's summary does not count v8 hits: $(grep v8: "$T/r2.err")"
+cp "$CONVCACHE_PATH" "$T/known.ccdb"
+
+# ---- 2. What run 2 may change. Each on a copy of run 1's file.
+# change NAME [VAR=VALUE...] [-- ARGS...]: run 2 and run 3 under a change;
+# run 3 must be served (the host's new choice was stored beside or instead)
+# unless NAME ends in "!" (a cuDNN whose plans run another engine than their
+# config says is never served: each run benchmarks).
+change() {
+    name=${1%!}
+    must_serve=1
+    [ "$name" = "$1" ] || must_serve=0
+    shift
+    cp "$T/known.ccdb" "$T/$name.ccdb"
+    export CONVCACHE_PATH="$T/$name.ccdb"
+    if ! run "$name" "$@"; then bad "$name: the program failed: $(tail -3 "$T/$name.err")"; return; fi
+    note "$name"
+    if ! run "$name-again" "$@"; then bad "$name: run 3 failed: $(tail -3 "$T/$name-again.err")"; return; fi
+    note "$name-again"
+    if [ "$must_serve" = 0 ]; then
+        ok "$name: completes (shape:built/timed $(counts "$T/$name.txt")), and again ($(counts "$T/$name-again.txt"))"
+    elif served "$T/$name-again.txt"; then
+        ok "$name: completes (shape:built/timed $(counts "$T/$name.txt")); run 3 is served ($(counts "$T/$name-again.txt"))"
+    else
+        bad "$name: run 3 is not served: $(counts "$T/$name-again.txt")"
+    fi
+}
+change vanished STANDIN_ENGINE_COUNT=3
+change 'substituted!' STANDIN_SUBSTITUTE=knob
+# A workspace limit just under the largest stored plan's: that shape's
+# stored plan is built, then dropped by the program, as PyTorch's allocator
+# limit drops it.
+limit=$(field "$T/r1.txt" ws | awk '$2 > m {m = $2} END {print m - 1}')
+if [ "$limit" -ge 0 ]; then
+    change workspace -- --workspace-limit "$limit"
+    field "$T/workspace.txt" timed | awk '$2 > 1 {f = 1} END {exit !f}' ||
+        bad "workspace: a limit of $limit bytes excluded no stored plan (run 1: $(field "$T/r1.txt" ws | tr '\n' ' '))"
+else
+    bad "workspace: every stored plan needs no workspace; nothing to exclude"
+fi
+for c in ${V8_CHANGES:-}; do change "${c%%=*}" "${c#*=}"; done
+
+# ---- 3. Single flight: 4 processes together, and 4 threads.
+fresh procs
+for i in 1 2 3 4; do run "p$i" & done
+wait
+for i in 1 2 3 4; do note "p$i"; done
+cat "$T"/p?.txt >"$T/procs.txt"
+# per shape: how many processes timed more than one plan
+multi=$(field "$T/procs.txt" timed | awk '$2 > 1 {n[$1]++} END {for (s in n) if (n[s] != 1) print s}')
+timed_shapes=$(field "$T/procs.txt" timed | awk '$2 > 1' | wc -l)
+shapes=$(field "$T/r1.txt" timed | wc -l)
+if [ -z "$multi" ] && [ "$timed_shapes" -le "$shapes" ]; then
+    ok "4 processes on a fresh file benchmark each shape once between them ($timed_shapes of $shapes shapes benchmarked once; the rest served)"
+else
+    bad "4 processes: shapes benchmarked by more than one: $multi ($(counts "$T/procs.txt"))"
+fi
+fresh threads
+run threads -- --threads 4 && note threads || bad "4 threads failed: $(tail -3 "$T/threads.err")"
+twice=$(field "$T/threads.txt" timed | awk '$2 > 1 {n[$1]++} END {for (s in n) if (n[s] > 1) print s}')
+[ -z "$twice" ] && [ -s "$T/threads.txt" ] &&
+    ok "4 threads benchmark each shape once between them ($(counts "$T/threads.txt"))" ||
+    bad "4 threads: shapes benchmarked more than once: $twice"
+
+# ---- 4. Strict mode.
+cp "$T/known.ccdb" "$T/strict.ccdb"
+export CONVCACHE_PATH="$T/strict.ccdb"
+if run strict CONVCACHE_MODE=strict && note strict &&
+    ! field "$T/strict.txt" built | awk '$2 > 1 {f = 1} END {exit !f}' && served "$T/strict.txt"; then
+    ok "strict, known shapes: only the stored plan is built and timed ($(counts "$T/strict.txt"))"
+else
+    bad "strict, known shapes: $(counts "$T/strict.txt") $(tail -2 "$T/strict.err")"
+fi
+fresh strict-new
+if run strict-new CONVCACHE_MODE=strict; then
+    bad "strict, new shapes: the program succeeded: nothing was refused"
+elif grep -q 'strict refusals [1-9]' "$T/strict-new.err" && ! grep -q 'timed=[1-9]' "$T/strict-new.txt"; then
+    ok "strict, new shapes: every plan refused, none timed, the program fails as PyTorch raises"
+else
+    bad "strict, new shapes: $(grep 'v8:' "$T/strict-new.err")"
+fi
+
+# ---- 5. ro, recache, off.
+fresh ro
+run ro1 CONVCACHE_MODE=ro && run ro2 CONVCACHE_MODE=ro && note ro1 && note ro2
+served "$T/ro2.txt" && bad "ro: run 2 was served: ro stored something" ||
+    ok "ro stores nothing: run 2 benchmarks again ($(counts "$T/ro2.txt"))"
+cp "$T/known.ccdb" "$T/recache.ccdb"
+export CONVCACHE_PATH="$T/recache.ccdb"
+run recache CONVCACHE_MODE=recache && note recache
+served "$T/recache.txt" && bad "recache: served from the cache" ||
+    ok "recache benchmarks known shapes again ($(counts "$T/recache.txt"))"
+cp "$T/known.ccdb" "$T/off.ccdb"
+export CONVCACHE_PATH="$T/off.ccdb"
+run off CONVCACHE_MODE=off && note off
+served "$T/off.txt" && bad "off: served from the cache" || ok "off serves nothing ($(counts "$T/off.txt"))"
+
+# ---- Every (shape, plan) gave one output, in every run above.
+conflicts=$(sort -u "$T/all" | awk '{k = $1 " " $2; n[k]++} END {for (k in n) if (n[k] > 1) print k}')
+[ -z "$conflicts" ] && ok "every shape's output is its plan's, in every run ($(sort -u "$T/all" | wc -l) pairs)" ||
+    bad "a (shape, plan) gave different outputs: $conflicts"
+
+[ "$fails" = 0 ] || { echo "v8 ($NAME): $fails failed" >&2; exit 1; }
+echo "v8 ($NAME): all passed"
