@@ -58,6 +58,7 @@ static void snapshot(struct convcache_preload_stats *s) {
     s->v8_recorded = __atomic_load_n(&counters.v8_recorded, __ATOMIC_RELAXED);
     s->v8_refused_execs = __atomic_load_n(&counters.v8_refused_execs, __ATOMIC_RELAXED);
     s->v8_refused_builds = __atomic_load_n(&counters.v8_refused_builds, __ATOMIC_RELAXED);
+    s->v8_deferred_builds = __atomic_load_n(&counters.v8_deferred_builds, __ATOMIC_RELAXED);
 }
 
 /* convcache_preload_stats copies the counters (at most size bytes). Tests
@@ -96,10 +97,10 @@ __attribute__((destructor)) static void print_summary(void) {
     if (n > 0 && (size_t)n < sizeof line && (s.v8_graphs || s.v8_passthrough))
         n += snprintf(line + n, sizeof line - (size_t)n,
                       "convcache-preload: v8: graphs %llu, hits %llu, misses %llu, stand-asides %llu, "
-                      "from other builders %llu, stored %llu, timings refused %llu, strict refusals %llu, "
-                      "not served %llu\n",
+                      "from other builders %llu, stored %llu, builds deferred %llu, timings refused %llu, "
+                      "strict refusals %llu, not served %llu\n",
                       s.v8_graphs, s.v8_hits, s.v8_misses, s.v8_aside, s.v8_waited, s.v8_recorded,
-                      s.v8_refused_execs, s.v8_refused_builds, s.v8_passthrough);
+                      s.v8_deferred_builds, s.v8_refused_execs, s.v8_refused_builds, s.v8_passthrough);
     if (n <= 0) return;
     if ((size_t)n >= sizeof line) {
         n = sizeof line - 1;

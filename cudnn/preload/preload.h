@@ -245,6 +245,7 @@ struct convcache_preload_stats {
     unsigned long long v8_recorded;       /* choices stored */
     unsigned long long v8_refused_execs;  /* timing executes refused while serving */
     unsigned long long v8_refused_builds; /* plans refused in strict mode */
+    unsigned long long v8_deferred_builds; /* plan finalizes deferred while serving (v8_plans.c) */
 };
 
 extern struct convcache_preload_stats counters;

@@ -97,8 +97,19 @@ struct v8_shadow {
     struct v8_graph *g;
     int heur_mode;   /* heuristics */
     int stored;      /* engine config, plan: index of the stored choice it is, -1 none */
-    /* Plan: executes that reached cuDNN and succeeded, refused executes. */
+    /* Plan: executes that reached cuDNN and succeeded, refused executes;
+     * its engine config; deferred: finalized for the host, not yet in
+     * cuDNN (v8_plans.c), with the workspace its config reported; blocked:
+     * the status every execute gets (its finalize failed late, or it needs
+     * more workspace than the host was told). */
     long long ok_runs, refused;
+    void *cfg;
+    int deferred;
+    int64_t reported_ws;
+    cudnnStatus_t blocked;
+    /* Engine config: deferred plans built from it, and whether the host
+     * destroyed it meanwhile (cuDNN's destroy waits for them). */
+    int holds, destroy_pending;
     struct v8_shadow *next;
 };
 
@@ -163,16 +174,29 @@ struct v8_graph {
     int lease_tried;
     int graph_gone, post, executed, recorded;
     int built, ran, refused; /* plans finalized, plans run (timed), executes refused */
+    int deferred;            /* plans whose finalize was deferred */
     void *last_ok;        /* the plan of the last successful execute */
 };
 
 /* Hooks, called by v8_calls.c around the real calls, v8_mu not held. */
 void v8_graph_finalized(void *graph);      /* after a successful finalize */
 void v8_heur_finalized(void *heur);        /* after a successful finalize; may wait */
-int v8_plan_may_finalize(void *plan);      /* 0: refuse (strict mode) */
-void v8_plan_finalized(void *plan, cudnnStatus_t st);
 cudnnStatus_t v8_execute(cudnnHandle_t h, void *plan, void *pack);
-void v8_destroying(void *desc);            /* before the real destroy */
+/* v8_destroying runs before the real destroy, and reports whether cuDNN's
+ * destroy is to happen now (0: a deferred plan still needs the config). */
+int v8_destroying(void *desc);
+
+/* Plans (v8_plans.c): finalizing one (strict refusal, deferral), reading
+ * a deferred one (1: answered), making a deferred one real before it
+ * runs (the status its execute gets, or SUCCESS), and letting go of it. */
+cudnnStatus_t v8_plan_finalize(void *plan);
+int v8_plan_get(void *plan, int name, int type, int64_t requested, int64_t *count, void *elements,
+                cudnnStatus_t *st);
+cudnnStatus_t v8_plan_materialize(void *plan);
+/* v8_plan_release lets go of a deferred plan's config (v8_mu held); it
+ * returns the config when cuDNN's destroy of it, asked for meanwhile, is
+ * now due (the caller makes it, v8_mu released), else NULL. */
+void *v8_plan_release(struct v8_shadow *p);
 
 /* References and the end of watching (v8_mu held). */
 void v8_graph_ref(struct v8_graph *g);

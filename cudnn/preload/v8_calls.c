@@ -87,8 +87,7 @@ EXPORT cudnnStatus_t cudnnBackendDestroyDescriptor(cudnnBackendDescriptor_t desc
     REAL_OR(CUDNN_STATUS_NOT_INITIALIZED);
     if (in_real || library_forked()) return r->destroy(desc);
     in_real++;
-    v8_destroying(desc);
-    cudnnStatus_t st = r->destroy(desc);
+    cudnnStatus_t st = v8_destroying(desc) ? r->destroy(desc) : CUDNN_STATUS_SUCCESS;
     in_real--;
     return st;
 }
@@ -125,7 +124,10 @@ static void record_set(void *desc, int name, int type, int64_t count, const void
         if (name == CUDNN_ATTR_ENGINECFG_ENGINE) link(s, sub, -1);
         return;
     case CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR:
-        if (name == CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG) link(s, sub, sub ? sub->stored : -1);
+        if (name == CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG) {
+            link(s, sub, sub ? sub->stored : -1);
+            s->cfg = sub ? sub->desc : NULL;
+        }
         return;
     default: /* tensor, convolution, operation, graph */
         v8_attrs_put(s, name, type, count, elements);
@@ -154,6 +156,11 @@ EXPORT cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const des
                                               int64_t *count, void *elements) {
     REAL_OR(CUDNN_STATUS_NOT_INITIALIZED);
     if (!active()) return r->get(desc, name, type, requested, count, elements);
+    cudnnStatus_t answered;
+    in_real++;
+    int done = v8_plan_get(desc, (int)name, (int)type, requested, count, elements, &answered);
+    in_real--;
+    if (done) return answered;
     struct v8_graph *g = NULL;
     if (name == CUDNN_ATTR_ENGINEHEUR_RESULTS && type == CUDNN_TYPE_BACKEND_DESCRIPTOR &&
         requested > 0 && count && elements) {
@@ -184,10 +191,8 @@ EXPORT cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t desc) {
     const struct v8_shadow *s = v8_shadow_get(desc);
     int type = s ? s->type : -1;
     pthread_mutex_unlock(&v8_mu);
-    if (type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR && !v8_plan_may_finalize(desc))
-        return cudnn_not_supported();
     in_real++;
-    cudnnStatus_t st = r->finalize(desc);
+    cudnnStatus_t st = type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR ? v8_plan_finalize(desc) : r->finalize(desc);
     switch (type) {
     case -1:
         break;
@@ -198,7 +203,6 @@ EXPORT cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t desc) {
         if (st == CUDNN_STATUS_SUCCESS) v8_heur_finalized(desc);
         break;
     case CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR:
-        v8_plan_finalized(desc, st);
         break;
     default:
         if (st == CUDNN_STATUS_SUCCESS) {

@@ -112,14 +112,17 @@ cudnnStatus_t v8_execute(cudnnHandle_t h, void *plan, void *pack) {
         pthread_mutex_unlock(&v8_mu);
         return cudnn_not_supported();
     }
+    /* A deferred plan that is to run is finalized first; one that cannot
+     * be never runs. */
+    cudnnStatus_t st = v8_plan_materialize(plan);
     int matches = 1;
-    if (what == TRY) {
+    if (st == CUDNN_STATUS_SUCCESS && what == TRY) {
         /* A config that reads as the stored choice must also build a plan
          * that runs it (a cuDNN may substitute another engine). */
         convcache_engine_choice have;
         matches = v8_plan_choice(plan, &have) == 0 && convcache_engine_same(&have, &want);
     }
-    cudnnStatus_t st = r->execute(h, plan, pack);
+    if (st == CUDNN_STATUS_SUCCESS) st = r->execute(h, plan, pack);
 
     void *to_record = NULL;
     pthread_mutex_lock(&v8_mu);
@@ -150,11 +153,18 @@ cudnnStatus_t v8_execute(cudnnHandle_t h, void *plan, void *pack) {
 
 /* ---- destroys --------------------------------------------------------------- */
 
-void v8_destroying(void *desc) {
-    void *to_record = NULL;
+int v8_destroying(void *desc) {
+    void *to_record = NULL, *cfg = NULL;
     struct v8_graph *g = NULL;
     pthread_mutex_lock(&v8_mu);
     struct v8_shadow *s = v8_shadow_get(desc);
+    if (s && s->type == CUDNN_BACKEND_ENGINECFG_DESCRIPTOR && s->holds > 0) {
+        /* A deferred plan still names it: cuDNN's destroy waits for it. */
+        s->destroy_pending = 1;
+        pthread_mutex_unlock(&v8_mu);
+        return 0;
+    }
+    if (s && s->type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR) cfg = v8_plan_release(s);
     if (s && s->g && s->type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR && s->finalized) {
         g = s->g;
         g->plans--;
@@ -181,4 +191,6 @@ void v8_destroying(void *desc) {
     pthread_mutex_lock(&v8_mu);
     v8_shadow_drop(desc);
     pthread_mutex_unlock(&v8_mu);
+    if (cfg) v8_real()->destroy(cfg);
+    return 1;
 }

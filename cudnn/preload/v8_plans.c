@@ -1,0 +1,159 @@
+/*
+ * Finalizing plans of a watched graph.
+ *
+ * Deferred plans. Once the host has built a stored choice's plan for a
+ * graph (heuristics put it first, so this is the first plan built), the
+ * other plans it builds are very likely never to run: their timing will be
+ * refused (v8_serve.c). Building a plan can cost as much as timing it, and
+ * far more for runtime-compiled engines, so their finalize is deferred:
+ * the host is told it succeeded, the one thing it reads back (the plan's
+ * workspace size) is answered from the engine config's own, and the plan
+ * is finalized in cuDNN only if it is ever to run, that is when the stored
+ * choice could not serve after all (dropped by the host for its workspace,
+ * or failing to run): the interposer then stands aside, and each plan is
+ * finalized at its first execute, exactly as late as the host can tell.
+ *   - A plan whose real finalize fails then returns that status from its
+ *     executes: the host's timing skips it, as it would have skipped a plan
+ *     that failed to build.
+ *   - A plan that needs more workspace than its config said is never run
+ *     (its executes fail the same way), so the host's smaller buffer is
+ *     never overrun.
+ *   - Any other read of a deferred plan finalizes it first.
+ *   - cuDNN keeps the engine config a deferred plan names: the host's
+ *     destroy of it waits until the plan is finalized or destroyed.
+ * Where the config cannot say its workspace (cuDNN before 9.2) nothing is
+ * deferred.
+ *
+ * Strict mode (CONVCACHE_MODE=strict) builds the first stored choice of a
+ * known graph only, and refuses every plan of a graph it cannot serve.
+ */
+#include <string.h>
+
+#include "v8.h"
+
+enum { FIN_REAL, FIN_REFUSE, FIN_DEFER };
+
+/* decide picks what a plan's finalize does (v8_mu held). */
+static int decide(const struct v8_shadow *p, const struct v8_graph *g) {
+    if (!g) return FIN_REAL;
+    if (g->strict)
+        return p->stored >= 0 && g->stored_plans == 0 && !(g->failed & (1u << p->stored)) ? FIN_REAL
+                                                                                          : FIN_REFUSE;
+    if (g->phase == G_IDLE && p->stored < 0 && g->stored_plans > 0 && p->cfg) return FIN_DEFER;
+    return FIN_REAL;
+}
+
+static void finalized(struct v8_shadow *p, cudnnStatus_t st, int deferred) {
+    struct v8_graph *g = p->g;
+    if (st == CUDNN_STATUS_SUCCESS) {
+        p->finalized = 1;
+        if (!g) return;
+        g->plans++;
+        if (!deferred) g->built++;
+        if (p->stored >= 0) g->stored_plans++;
+    } else if (g && p->stored >= 0) {
+        g->failed |= 1u << p->stored;
+    }
+}
+
+cudnnStatus_t v8_plan_finalize(void *plan) {
+    const struct v8_real *r = v8_real();
+    pthread_mutex_lock(&v8_mu);
+    struct v8_shadow *p = v8_shadow_get(plan);
+    int what = p ? decide(p, p->g) : FIN_REAL;
+    void *cfg = p ? p->cfg : NULL;
+    pthread_mutex_unlock(&v8_mu);
+
+    if (what == FIN_REFUSE) {
+        COUNT_V8(v8_refused_builds);
+        warn_once(W_STRICT, "CONVCACHE_MODE=strict: a convolution graph without a usable stored "
+                  "choice is not benchmarked; its plans are refused (CUDNN_STATUS_NOT_SUPPORTED)");
+        return cudnn_not_supported();
+    }
+    int64_t ws = -1, n = 0;
+    if (what == FIN_DEFER &&
+        (r->get(cfg, CUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &ws) != CUDNN_STATUS_SUCCESS ||
+         n != 1 || ws < 0))
+        what = FIN_REAL;
+    cudnnStatus_t st = what == FIN_REAL ? r->finalize(plan) : CUDNN_STATUS_SUCCESS;
+
+    pthread_mutex_lock(&v8_mu);
+    p = v8_shadow_get(plan);
+    if (p) {
+        finalized(p, st, what == FIN_DEFER);
+        if (what == FIN_DEFER) {
+            struct v8_shadow *c = v8_shadow_get(cfg);
+            p->deferred = 1;
+            p->reported_ws = ws;
+            if (c) c->holds++;
+            if (p->g) p->g->deferred++;
+            COUNT_V8(v8_deferred_builds);
+        }
+    }
+    pthread_mutex_unlock(&v8_mu);
+    return st;
+}
+
+void *v8_plan_release(struct v8_shadow *p) {
+    if (!p->deferred) return NULL;
+    p->deferred = 0;
+    struct v8_shadow *c = v8_shadow_get(p->cfg);
+    if (!c || --c->holds > 0 || !c->destroy_pending) return NULL;
+    void *cfg = c->desc;
+    v8_shadow_drop(cfg);
+    return cfg;
+}
+
+cudnnStatus_t v8_plan_materialize(void *plan) {
+    const struct v8_real *r = v8_real();
+    pthread_mutex_lock(&v8_mu);
+    struct v8_shadow *p = v8_shadow_get(plan);
+    int deferred = p && p->deferred;
+    cudnnStatus_t blocked = p ? p->blocked : CUDNN_STATUS_SUCCESS;
+    int64_t reported = p ? p->reported_ws : 0;
+    pthread_mutex_unlock(&v8_mu);
+    if (!deferred) return blocked;
+
+    cudnnStatus_t st = r->finalize(plan);
+    int64_t ws = -1, n = 0;
+    if (st == CUDNN_STATUS_SUCCESS &&
+        (r->get(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &ws) !=
+             CUDNN_STATUS_SUCCESS || n != 1 || ws > reported)) {
+        /* It would overrun the workspace the host sized from what it was
+         * told: it never runs. */
+        st = cudnn_not_supported();
+        warn_once(W_ENTRY, "a deferred cuDNN plan needs more workspace than its engine config "
+                  "said; it is not run");
+    }
+    pthread_mutex_lock(&v8_mu);
+    void *cfg = NULL;
+    p = v8_shadow_get(plan);
+    if (p && p->deferred) {
+        p->blocked = st;
+        if (p->g && st == CUDNN_STATUS_SUCCESS) p->g->built++;
+        cfg = v8_plan_release(p);
+    }
+    pthread_mutex_unlock(&v8_mu);
+    if (cfg) r->destroy(cfg);
+    return st;
+}
+
+int v8_plan_get(void *plan, int name, int type, int64_t requested, int64_t *count, void *elements,
+                cudnnStatus_t *st) {
+    pthread_mutex_lock(&v8_mu);
+    struct v8_shadow *p = v8_shadow_get(plan);
+    int deferred = p && p->deferred;
+    int64_t ws = p ? p->reported_ws : 0;
+    pthread_mutex_unlock(&v8_mu);
+    if (!deferred) return 0;
+    if (name == CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE && type == CUDNN_TYPE_INT64 && requested >= 1 &&
+        count && elements) {
+        memcpy(elements, &ws, sizeof ws);
+        *count = 1;
+        *st = CUDNN_STATUS_SUCCESS;
+        return 1;
+    }
+    /* Anything else the host reads is cuDNN's to say: finalize it now. */
+    v8_plan_materialize(plan);
+    return 0;
+}
