@@ -39,7 +39,9 @@ static int decide(const struct v8_shadow *p, const struct v8_graph *g) {
     if (g->strict)
         return p->stored >= 0 && g->stored_plans == 0 && !(g->failed & (1u << p->stored)) ? FIN_REAL
                                                                                           : FIN_REFUSE;
-    if (g->phase == G_IDLE && p->stored < 0 && g->stored_plans > 0 && p->cfg) return FIN_DEFER;
+    /* After the first stored choice, every plan (a repeat of it from the
+     * fallback list too) is most likely refused its timing. */
+    if (g->phase == G_IDLE && g->stored_plans > 0 && p->cfg) return FIN_DEFER;
     return FIN_REAL;
 }
 
