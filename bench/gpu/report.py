@@ -7,14 +7,17 @@ DIR holds what run.sh wrote: mode (a label: "GPU" or the stand-in's),
 device.json (convcache scope --json), run1.txt and run2.txt (v7_find on a
 fresh cache file, twice), par_a.txt, par_b.txt and par_a.log, par_b.log
 (two copies started together on another fresh file, with the interposer's
-per-call log), and, when PyTorch ran, torch_default.txt, torch_cold.txt,
-torch_warm.txt (torch_step.py).
+per-call log), and, when PyTorch ran, torch_default.txt, torch_v8cold.txt,
+torch_v8warm.txt (the default path under convcache run, with the
+interposer's per-graph log in the .err files), torch_cold.txt and
+torch_warm.txt (--torch-v7) (torch_step.py).
 
 Prints the table and puts it in RESULTS_MD between the v7 markers,
 leaving the rest of the file (other checks' sections) as it is. Exits 1
 when a check fails: run 2 must answer every find from the cache with the
 same algorithm as run 1, and the two copies together must benchmark each
-problem exactly once.
+problem exactly once; on the default path, the warm run must time at most
+one plan for every graph it meets.
 """
 import json
 import os
@@ -61,9 +64,21 @@ def read_torch(path):
     steps, info = [], {}
     err = path[:-len(".txt")] + ".err"
     if os.path.exists(err):
-        m = re.search(r"convcache-preload: summary: finds (\d+), hits (\d+), misses (\d+)", open(err).read())
+        text = open(err).read()
+        m = re.search(r"convcache-preload: summary: finds (\d+), hits (\d+), misses (\d+)", text)
         if m:
             info["interposer"] = "%s finds, %s hits, %s misses" % m.groups()
+        graphs = [(kind, int(b), int(t)) for kind, b, t in re.findall(
+            r"^convcache-preload: v8 (served|new|stood aside|not a benchmark) built (\d+) timed (\d+)", text, re.M)]
+        if graphs:
+            info["graphs"] = graphs
+            kinds = {}
+            for kind, _, _ in graphs:
+                kinds[kind] = kinds.get(kind, 0) + 1
+            info["interposer"] = "v8: %d graphs (%s); plans built %d, timed %d; per graph at most %d built, %d timed" % (
+                len(graphs), ", ".join("%d %s" % (n, k) for k, n in sorted(kinds.items())),
+                sum(b for _, b, _ in graphs), sum(t for _, _, t in graphs),
+                max(b for _, b, _ in graphs), max(t for _, _, t in graphs))
     with open(path) as f:
         for line in f:
             w = line.split()
@@ -136,7 +151,8 @@ def main():
         failures.append("the two copies benchmarked %d problems other than once" %
                         sum(1 for n in benchmarked.values() if n != 1))
 
-    runs = [(name, read_torch(os.path.join(d, "torch_%s.txt" % name))) for name in ("default", "cold", "warm")]
+    runs = [(name, read_torch(os.path.join(d, "torch_%s.txt" % name)))
+            for name in ("default", "v8cold", "v8warm", "cold", "warm")]
     out.append("")
     if all(r is None for _, r in runs):
         reason = open(os.path.join(d, "torch_skipped")).read().strip() if os.path.exists(
@@ -149,14 +165,21 @@ def main():
         out.append("")
         out.append("| run | path | first step per size (ms) | first steps, sum (ms) | second steps, sum (ms) | interposer |")
         out.append("|---|---|---|---:|---:|---|")
-        labels = {"default": "PyTorch default, no convcache", "cold": "convcache run --torch-v7, fresh file",
-                  "warm": "convcache run --torch-v7, same file again"}
+        labels = {"default": "PyTorch default, no convcache", "v8cold": "convcache run, fresh file",
+                  "v8warm": "convcache run, same file again",
+                  "cold": "convcache run --torch-v7, fresh file", "warm": "convcache run --torch-v7, same file again"}
         for name, r in runs:
             if r is None:
                 out.append("| %s | - | failed | | |" % labels[name])
                 failures.append("the PyTorch run %s failed" % name)
                 continue
             steps, i = r
+            if name == "v8warm":
+                over = [g for g in i.get("graphs", []) if g[2] > 1]
+                if not i.get("graphs"):
+                    failures.append("the warm default-path run logged no graph: was the interposer active?")
+                elif over:
+                    failures.append("the warm default-path run timed more than one plan for %d graphs" % len(over))
             out.append("| %s | %s | %s | %.1f | %.1f | %s |" % (
                 labels[name], i.get("path", "?"), ", ".join("%d: %.1f" % (s, f) for s, f, _ in steps),
                 sum(f for _, f, _ in steps), sum(x for _, _, x in steps), i.get("interposer", "-")))

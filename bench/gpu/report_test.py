@@ -31,6 +31,21 @@ def log(kinds):
                    for i, ((p, _, _), k) in enumerate(zip(KEYS, kinds)))
 
 
+def v8log(kind, built, timed):
+    return "".join("convcache-preload: v8 %s built %d timed %d refused 0 key %02x\n" % (kind, built, timed, i)
+                   for i in range(3))
+
+
+def torch_run(path):
+    return "step 160 900.0 30.0\npath %s\ntorch 2.15.0 cudnn 92600\n" % path
+
+
+TORCH = {"torch_default.txt": torch_run("v8"), "torch_v8cold.txt": torch_run("v8"),
+         "torch_v8cold.err": v8log("new", 9, 9), "torch_v8warm.txt": torch_run("v8"),
+         "torch_v8warm.err": v8log("served", 1, 1), "torch_cold.txt": torch_run("v7"),
+         "torch_warm.txt": torch_run("v7")}
+
+
 def case(name, want_rc, want_text, **override):
     files = {"mode": "TEST\n", "device.json": json.dumps(DEVICE), "run1.txt": finds(False),
              "run2.txt": finds(True), "par_a.txt": finds(False), "par_b.txt": finds(True),
@@ -64,6 +79,11 @@ def main():
              **{"par_b.log": log(["miss", "hit", "hit"])}),
         case("a problem neither copy benchmarked fails", 1, "other than once",
              **{"par_a.log": log(["hit", "miss", "miss"])}),
+        case("a warm default-path run timing one plan per graph passes", 0, "3 served", **TORCH),
+        case("a warm default-path run that benchmarks again fails", 1, "timed more than one plan",
+             **dict(TORCH, **{"torch_v8warm.err": v8log("new", 9, 9)})),
+        case("a warm default-path run without the interposer's log fails", 1, "logged no graph",
+             **dict(TORCH, **{"torch_v8warm.err": ""})),
     ]
     print("report_test: %d passed, %d failed" % (results.count(True), results.count(False)))
     sys.exit(0 if all(results) else 1)

@@ -8,7 +8,9 @@
 #       at a barrier and start their find calls together;
 #   (b) when PyTorch with CUDA imports: torch_step.py (ResNet-50 training
 #       steps, cudnn.benchmark = True) with PyTorch's default path and no
-#       convcache, then twice under `convcache run --torch-v7`;
+#       convcache, then twice under `convcache run` (the default path, cuDNN's
+#       backend API, served by the interposer) on a fresh file, then twice
+#       under `convcache run --torch-v7` on another;
 #   (c) report.py: one table, printed and written to RESULTS.
 #
 # Needs no Go: build/ (libconvcache, the interposer, the convcache command,
@@ -124,6 +126,14 @@ else
     env -u TORCH_CUDNN_V8_API_DISABLED "$PYTHON" "$here/torch_step.py" > "$out/torch_default.txt"
     # CONVCACHE_VERBOSE=1: the interposer's summary line (finds, hits, misses)
     # goes to stderr at exit; report.py reads it.
+    # The default (v8) path: CONVCACHE_PRELOAD_LOG=1 adds one line per
+    # graph benchmarked (plans built, timed, refused) for report.py.
+    for run in cold warm; do
+        env -u TORCH_CUDNN_V8_API_DISABLED CONVCACHE_VERBOSE=1 CONVCACHE_PRELOAD_LOG=1 \
+            CONVCACHE_PATH="$work/torch_v8.ccdb" "$build/convcache" run -- \
+            "$PYTHON" "$here/torch_step.py" > "$out/torch_v8$run.txt" 2> "$out/torch_v8$run.err" ||
+            { tail -20 "$out/torch_v8$run.err" >&2; exit 1; }
+    done
     for run in cold warm; do
         CONVCACHE_VERBOSE=1 CONVCACHE_PATH="$work/torch.ccdb" "$build/convcache" run --torch-v7 -- \
             "$PYTHON" "$here/torch_step.py" > "$out/torch_$run.txt" 2> "$out/torch_$run.err" ||
