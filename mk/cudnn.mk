@@ -74,3 +74,17 @@ cudnn-test: $(LIB) $(PRELOAD_LIB) $(STANDINS) $(PRELOAD_TEST_BINS) $(BUILD)/conv
 install-preload: $(PRELOAD_LIB)
 	install -d $(DESTDIR)$(LIBDIR)
 	install -m 0755 $(PRELOAD_LIB) $(DESTDIR)$(LIBDIR)/
+
+# make bench-v8-preload: the default (v8) path through the interposer on the
+# stand-in: run 2 against run 1 time choosing plans, and the warm execute's
+# overhead (bench/v8/run.sh); part of make bench.
+$(BUILD)/bench/v8/libcudnn.so.9: bench/v8/fake_cudnn.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -fPIC -shared -Wl,-soname,libcudnn.so.9 -o $@ $<
+$(BUILD)/bench/v8/exec_overhead: bench/v8/exec_overhead.c $(BUILD)/bench/v8/libcudnn.so.9
+	$(CC) $(CFLAGS) -o $@ $< -L$(BUILD)/bench/v8 -l:libcudnn.so.9 -Wl,-rpath,'$$ORIGIN' -ldl
+
+.PHONY: bench-v8-preload
+bench-v8-preload: $(PRELOAD_LIB) $(LIB) $(BUILD)/convcache $(STANDIN_DIR)/v8_prog $(BUILD)/bench/v8/exec_overhead
+	sh bench/v8/run.sh $(BUILD) $(STANDIN_DIR)/v8_prog
+BENCH_TARGETS += bench-v8-preload

@@ -1,0 +1,59 @@
+#!/bin/sh
+# make bench-v8-preload: PyTorch's default (v8) path through the interposer,
+# on the stand-in cuDNN (no GPU): two rows of the benchmark table.
+#
+#   1. time choosing plans, run 2 against run 1: PROGRAM (a PyTorch-like
+#      benchmark of several convolutions, each building and timing every
+#      candidate plan, tests/preload/v8_prog.c) on a fresh cache file, then
+#      again on the same file, under `convcache run`. Each candidate's
+#      execute takes STANDIN_EXEC_US (2 ms by default) and, where the
+#      stand-in models it, each plan's build STANDIN_BUILD_US. The time is
+#      the program's own: from building a graph to the plan it keeps,
+#      summed over its convolutions. Target: run 2 <= 1% of run 1.
+#   2. the warm execute's overhead: exec_overhead (bench/v8) under the
+#      interposer, against a cuDNN whose execute returns at once. Target:
+#      <= 50 ns added.
+# ROUNDS pairs are run (3 by default); the medians are printed.
+#
+# usage: run.sh BUILD PROGRAM
+set -eu
+build=$(cd "$1" && pwd)
+prog=$2
+rounds=${ROUNDS:-3}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/convcache-bench-v8.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT INT TERM
+unset CONVCACHE_SCOPE CONVCACHE_TAG CONVCACHE_MODE CONVCACHE_DISABLE CONVCACHE_PRELOAD_LOG CONVCACHE_VERBOSE
+export STANDIN_EXEC_US=${STANDIN_EXEC_US:-2000} STANDIN_BUILD_US=${STANDIN_BUILD_US:-500}
+
+sum() { sed -n 's/.*choose_ms=\([0-9.]*\).*/\1/p' "$1" | awk '{s += $1} END {printf "%.3f", s}'; }
+counts() { awk '{for (i = 1; i <= NF; i++) if ($i ~ /^(built|timed)=/) {split($i, kv, "="); n[kv[1]] += kv[2]}}
+                END {printf "%d/%d", n["built"], n["timed"]}' "$1"; }
+median() { sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+
+i=0
+while [ "$i" -lt "$rounds" ]; do
+    i=$((i + 1))
+    export CONVCACHE_PATH="$tmp/r$i.ccdb"
+    "$build/convcache" run -- $prog "$tmp/a$i.txt"
+    "$build/convcache" run -- $prog "$tmp/b$i.txt"
+    echo "$(sum "$tmp/a$i.txt") $(sum "$tmp/b$i.txt")" >> "$tmp/pairs"
+done
+r1=$(awk '{print $1}' "$tmp/pairs" | median)
+r2=$(awk '{print $2}' "$tmp/pairs" | median)
+pct=$(awk -v a="$r1" -v b="$r2" 'BEGIN {printf "%.2f", 100 * b / a}')
+verdict=$(awk -v p="$pct" 'BEGIN {print (p <= 1) ? "HOLDS" : "MISSED"}')
+shapes=$(wc -l < "$tmp/a1.txt")
+
+over=$(i=0; while [ "$i" -lt "$rounds" ]; do i=$((i + 1))
+    LD_PRELOAD="$build/libconvcache_preload.so" "$build/bench/v8/exec_overhead" |
+        sed -n 's/.*exec_ns_added=\(-*[0-9.]*\).*/\1/p'; done | median)
+direct=$(LD_PRELOAD="$build/libconvcache_preload.so" "$build/bench/v8/exec_overhead")
+overv=$(awk -v o="$over" 'BEGIN {print (o <= 50) ? "HOLDS" : "MISSED"}')
+
+echo "| v8 default path, stand-in cuDNN ($shapes convolutions, execute ${STANDIN_EXEC_US} us, build ${STANDIN_BUILD_US} us) | run 1 | run 2 | run 2 / run 1 | target |"
+echo "|---|---:|---:|---:|---|"
+echo "| time choosing plans, ms (median of $rounds pairs) | $r1 | $r2 | $pct% | <= 1%: $verdict |"
+echo "| plans built/timed, all convolutions | $(counts "$tmp/a1.txt") | $(counts "$tmp/b1.txt") | | |"
+echo "| warm cudnnBackendExecute, ns added by the interposer (median of $rounds) | | $over | | <= 50 ns: $overv |"
+echo
+echo "exec_overhead, one run: $direct"
