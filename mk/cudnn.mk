@@ -69,7 +69,7 @@ $(STANDIN_DIR)/scope_test: tests/preload/scope_test.c $(LIB) $(BUILD)/include/.s
 .PHONY: cudnn-test install-preload
 cudnn-test: $(LIB) $(PRELOAD_LIB) $(STANDINS) $(PRELOAD_TEST_BINS) $(BUILD)/convcache
 	sh tests/preload/run.sh $(BUILD)
-	sh tests/preload/v8_run.sh $(BUILD) v8_prog $(STANDIN_DIR)/v8_prog
+	sh tests/preload/v8_run.sh $(BUILD) v8_prog - $(STANDIN_DIR)/v8_prog
 
 install-preload: $(PRELOAD_LIB)
 	install -d $(DESTDIR)$(LIBDIR)

@@ -3,16 +3,21 @@
 # the stand-in cuDNN: a program that benchmarks as PyTorch's default path
 # does, run twice and more, with every change run 2 may bring.
 #
-#   sh tests/preload/v8_run.sh BUILD NAME PROGRAM [ARGS...]
+#   sh tests/preload/v8_run.sh BUILD NAME REPORT-FLAG PROGRAM [ARGS...]
 #
-# PROGRAM writes a report (its last argument) with one line per thread and
-# shape: "... shape=S built=B timed=T plan=P sum=X ...", and exits non-zero
-# when a shape ends with no plan that runs (as PyTorch raises). Checked:
+# PROGRAM writes a report (the argument after REPORT-FLAG, or its last
+# argument when REPORT-FLAG is -) with one line per thread and
+# shape: "... shape=S ... timed=T plan=P sum=X ws=W ..." (checksum= and
+# workspace= are read as sum= and ws=), and exits non-zero when a shape ends
+# with no plan that runs (as PyTorch raises). The plans built and timed per
+# shape are the stand-in cuDNN's own counts (STANDIN_REPORT), where it
+# keeps them, else the program's. Checked:
 #   1. run 2 (a new process) times at most one plan per shape, the plan run
 #      1 chose, with identical outputs;
 #   2. each change to run 2 (an engine gone, another engine substituted, a
 #      workspace limit the stored plan exceeds, a failing finalize or
-#      execute of the stored choice, and the filters the program has)
+#      execute of the stored choice, and the filters the program has,
+#      named in V8_FILTERS, such as --deterministic and --no-tf32)
 #      completes, every shape with a plan whose output is that plan's; a
 #      run 3 under the same change is served again (one plan timed), but
 #      for a cuDNN that substitutes engines (never served);
@@ -25,7 +30,9 @@
 set -u
 B=$(cd "$1" && pwd)
 NAME=$2
-shift 2
+RFLAG=$3
+[ "$RFLAG" = - ] && RFLAG=
+shift 3
 S=$B/tests/preload
 T=$(mktemp -d "${TMPDIR:-/tmp}/convcache-v8.XXXXXX") || exit 1
 trap 'rm -rf "$T"' EXIT INT TERM
@@ -48,11 +55,14 @@ run() {
     while [ $# -gt 0 ] && [ "$1" != -- ]; do vars="$vars $1"; shift; done
     [ $# -gt 0 ] && shift
     # shellcheck disable=SC2086 # VAR=VALUE words
-    env $vars CONVCACHE_VERBOSE=1 timeout 120 "$B/convcache" run -- $PROG "$@" "$T/$out.txt" \
-        >"$T/$out.out" 2>"$T/$out.err"
+    env $vars CONVCACHE_VERBOSE=1 STANDIN_REPORT="$T/$out.standin" timeout 120 "$B/convcache" run -- \
+        $PROG "$@" $RFLAG "$T/$out.txt" >"$T/$out.out" 2>"$T/$out.err"
 }
 # field FILE NAME: "shape value" for each line of a report.
-field() { sed -n "s/.*shape=\([0-9]*\) .*$2=\([^ ]*\).*/\1 \2/p" "$1"; }
+field() {
+    sed 's/ checksum=/ sum=/; s/ workspace=/ ws=/' "$1" |
+        sed -n "s/.*shape=\([^ ]*\).* $2=\([^ ]*\).*/\1 \2/p"
+}
 # served FILE: every shape timed at most one plan.
 served() { [ -s "$1" ] && ! field "$1" timed | awk '$2 > 1 {found = 1} END {exit !found}'; }
 # same_plans A B: every shape of B chose what A chose, with the same output.
@@ -62,9 +72,26 @@ same_plans() {
     cmp -s "$T/a.plan" "$T/b.plan" && cmp -s "$T/a.sum" "$T/b.sum"
 }
 # Every report is added to $T/all: one output per (shape, plan), ever.
-note() { sed -n 's/.*shape=\([0-9]*\) .*plan=\([^ ]*\) sum=\([^ ]*\).*/\1 \2 \3/p' "$T/$1.txt" >>"$T/all"; }
+note() {
+    field "$T/$1.txt" plan | sort -u >"$T/n.plan"
+    field "$T/$1.txt" sum | sort -u >"$T/n.sum"
+    join "$T/n.plan" "$T/n.sum" >>"$T/all" 2>/dev/null || true
+}
 fresh() { export CONVCACHE_PATH="$T/$1.ccdb"; }
-counts() { sed -n 's/.*shape=\([0-9]*\) built=\([0-9]*\) timed=\([0-9]*\).*/\1:\2\/\3/p' "$1" | tr '\n' ' '; }
+# counts REPORT: "built/timed" per shape, numbered in the report's order,
+# from the stand-in's own counts when it wrote them (REPORT's .standin).
+counts() {
+    f=${1%.txt}.standin
+    [ -s "$f" ] || f=$1
+    awk '{b = t = "?"; for (i = 1; i <= NF; i++) {if ($i ~ /^built=/) b = substr($i, 7);
+          if ($i ~ /^timed=/) t = substr($i, 7)} printf "%d:%s/%s ", NR - 1, b, t}' "$f"
+}
+# most_built REPORT: the most plans built for one shape (the stand-in's count).
+most_built() {
+    f=${1%.txt}.standin
+    [ -s "$f" ] || f=$1
+    awk '{for (i = 1; i <= NF; i++) if ($i ~ /^built=/ && substr($i, 7) + 0 > m) m = substr($i, 7) + 0} END {print m + 0}' "$f"
+}
 
 PROG="$*"
 : >"$T/all"
@@ -83,10 +110,13 @@ grep -q 'convcache-preload: v8: graphs [1-9].*hits [1-9]' "$T/r2.err" ||
 cp "$CONVCACHE_PATH" "$T/known.ccdb"
 
 # ---- 2. What run 2 may change. Each on a copy of run 1's file.
-# change NAME [VAR=VALUE...] [-- ARGS...]: run 2 and run 3 under a change;
-# run 3 must be served (the host's new choice was stored beside or instead)
-# unless NAME ends in "!" (a cuDNN whose plans run another engine than their
-# config says is never served: each run benchmarks).
+# change NAME [VAR=VALUE...] [-- ARGS...]: run 2 and run 3 under a change,
+# each on a copy of run 1's file. Run 2 completes, every shape with a valid
+# plan; run 3 is served (the host's new choice was stored beside the old or
+# instead of it) unless NAME ends in "!" (a cuDNN whose plans run another
+# engine than their config says is never served: each run benchmarks).
+# $aside_want: "all" when every shape must have stood aside in run 2, "some"
+# when at least one, "" when the change need not touch any.
 change() {
     name=${1%!}
     must_serve=1
@@ -95,31 +125,40 @@ change() {
     cp "$T/known.ccdb" "$T/$name.ccdb"
     export CONVCACHE_PATH="$T/$name.ccdb"
     if ! run "$name" "$@"; then bad "$name: the program failed: $(tail -3 "$T/$name.err")"; return; fi
-    note "$name"
+    # (under substitution a plan's tag is its config's, not what it runs)
+    [ "$must_serve" = 0 ] || note "$name"
+    aside=$(field "$T/$name.txt" timed | awk '$2 > 1' | wc -l)
+    all=$(field "$T/$name.txt" timed | wc -l)
+    case "$aside_want" in
+    all) [ "$aside" = "$all" ] || bad "$name: only $aside of $all shapes stood aside" ;;
+    some) [ "$aside" -gt 0 ] || bad "$name: no shape stood aside: the change touched nothing" ;;
+    esac
     if ! run "$name-again" "$@"; then bad "$name: run 3 failed: $(tail -3 "$T/$name-again.err")"; return; fi
-    note "$name-again"
+    [ "$must_serve" = 0 ] || note "$name-again"
     if [ "$must_serve" = 0 ]; then
-        ok "$name: completes (shape:built/timed $(counts "$T/$name.txt")), and again ($(counts "$T/$name-again.txt"))"
+        ok "$name: completes ($aside of $all shapes benchmarked; built/timed $(counts "$T/$name.txt")), and again"
     elif served "$T/$name-again.txt"; then
-        ok "$name: completes (shape:built/timed $(counts "$T/$name.txt")); run 3 is served ($(counts "$T/$name-again.txt"))"
+        ok "$name: completes ($aside of $all shapes benchmarked; built/timed $(counts "$T/$name.txt")); run 3 is served ($(counts "$T/$name-again.txt"))"
     else
         bad "$name: run 3 is not served: $(counts "$T/$name-again.txt")"
     fi
 }
-change vanished STANDIN_ENGINE_COUNT=3
-change 'substituted!' STANDIN_SUBSTITUTE=knob
+stored=$(field "$T/r1.txt" plan | awk '{print $2}' | sort -u | paste -sd, -)
+aside_want=some change vanished STANDIN_ENGINE_COUNT=3
+aside_want=some change 'substituted!' STANDIN_SUBSTITUTE=knob
+aside_want=all change finalize-fails STANDIN_FAIL_FINALIZE="$stored"
+aside_want=all change execute-fails STANDIN_FAIL_EXECUTE="$stored"
 # A workspace limit just under the largest stored plan's: that shape's
 # stored plan is built, then dropped by the program, as PyTorch's allocator
 # limit drops it.
 limit=$(field "$T/r1.txt" ws | awk '$2 > m {m = $2} END {print m - 1}')
 if [ "$limit" -ge 0 ]; then
-    change workspace -- --workspace-limit "$limit"
-    field "$T/workspace.txt" timed | awk '$2 > 1 {f = 1} END {exit !f}' ||
-        bad "workspace: a limit of $limit bytes excluded no stored plan (run 1: $(field "$T/r1.txt" ws | tr '\n' ' '))"
+    aside_want=some change workspace -- --workspace-limit "$limit"
 else
     bad "workspace: every stored plan needs no workspace; nothing to exclude"
 fi
-for c in ${V8_CHANGES:-}; do change "${c%%=*}" "${c#*=}"; done
+# The host's own filters (cuDNN cannot see them), where PROGRAM has them.
+for f in ${V8_FILTERS:-}; do aside_want= change "filter${f#-}" -- "$f"; done
 
 # ---- 3. Single flight: 4 processes together, and 4 threads.
 fresh procs
@@ -146,8 +185,8 @@ twice=$(field "$T/threads.txt" timed | awk '$2 > 1 {n[$1]++} END {for (s in n) i
 # ---- 4. Strict mode.
 cp "$T/known.ccdb" "$T/strict.ccdb"
 export CONVCACHE_PATH="$T/strict.ccdb"
-if run strict CONVCACHE_MODE=strict && note strict &&
-    ! field "$T/strict.txt" built | awk '$2 > 1 {f = 1} END {exit !f}' && served "$T/strict.txt"; then
+if run strict CONVCACHE_MODE=strict && note strict && [ "$(most_built "$T/strict.txt")" -le 1 ] &&
+    served "$T/strict.txt"; then
     ok "strict, known shapes: only the stored plan is built and timed ($(counts "$T/strict.txt"))"
 else
     bad "strict, known shapes: $(counts "$T/strict.txt") $(tail -2 "$T/strict.err")"
@@ -155,7 +194,8 @@ fi
 fresh strict-new
 if run strict-new CONVCACHE_MODE=strict; then
     bad "strict, new shapes: the program succeeded: nothing was refused"
-elif grep -q 'strict refusals [1-9]' "$T/strict-new.err" && ! grep -q 'timed=[1-9]' "$T/strict-new.txt"; then
+elif grep -q 'strict refusals [1-9]' "$T/strict-new.err" &&
+    ! cat "$T/strict-new.txt" "$T/strict-new.standin" 2>/dev/null | grep -q 'timed=[1-9]'; then
     ok "strict, new shapes: every plan refused, none timed, the program fails as PyTorch raises"
 else
     bad "strict, new shapes: $(grep 'v8:' "$T/strict-new.err")"
