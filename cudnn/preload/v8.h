@@ -95,7 +95,9 @@ struct v8_shadow {
     /* The graph this descriptor belongs to (graph, heuristics, engine,
      * engine config, plan), counted in its refs. */
     struct v8_graph *g;
-    int heur_mode;   /* heuristics */
+    int heur_mode;   /* heuristics: its mode, its graph, how its results are given */
+    void *graph_desc;
+    struct v8_heur_plan *heur_plan;
     int stored;      /* engine config, plan: index of the stored choice it is, -1 none */
     /* Plan: executes that reached cuDNN and succeeded, refused executes;
      * its engine config; deferred: finalized for the host, not yet in
@@ -114,7 +116,9 @@ struct v8_shadow {
 };
 
 /* One mutex guards every shadow and graph. It is never held across a
- * call into cuDNN, nor while waiting for another benchmark. */
+ * call into cuDNN that does work (finalize, execute, heuristics), nor
+ * while waiting for another benchmark; a destroy under it is fine (calls
+ * cuDNN makes back into this library pass straight through: in_real). */
 extern pthread_mutex_t v8_mu;
 
 /* v8_shadow_get returns desc's shadow or NULL (v8_mu held). */
@@ -208,12 +212,15 @@ int v8_plan_choice(void *plan, convcache_engine_choice *out);
 
 /* ---- reordering heuristics (v8_reorder.c) ------------------------------- */
 
-/* v8_reorder fills the host's configs (elements, requested) from heur so
- * that g's stored choices come first, in their order; *count as the real
- * call sets it. Marks the stored choices offered and tags each config's
- * shadow with the stored index it is. */
+/* v8_reorder answers a heuristics results query of g's (requested 0: the
+ * count) so that g's stored choices come first, in their order; *count as
+ * the real call sets it, or one more when a choice only the fallback list
+ * offers is put in front. Marks the stored choices offered and tags each
+ * config's shadow with the stored index it is. */
+struct v8_heur_plan;
 cudnnStatus_t v8_reorder(struct v8_graph *g, void *heur, int64_t requested, int64_t *count,
                          void **elements);
+void v8_heur_plan_free(struct v8_heur_plan *hp);
 
 /* ---- single flight (v8_lease.c) ----------------------------------------- */
 

@@ -112,7 +112,10 @@ static void record_set(void *desc, int name, int type, int64_t count, const void
         sub = v8_shadow_get(*(void *const *)elements);
     switch (s->type) {
     case CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR:
-        if (name == CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH) link(s, sub, -1);
+        if (name == CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH) {
+            link(s, sub, -1);
+            s->graph_desc = sub ? sub->desc : NULL;
+        }
         if (name == CUDNN_ATTR_ENGINEHEUR_MODE && count == 1 && elements)
             memcpy(&s->heur_mode, elements, sizeof s->heur_mode);
         return;
@@ -163,7 +166,7 @@ EXPORT cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const des
     if (done) return answered;
     struct v8_graph *g = NULL;
     if (name == CUDNN_ATTR_ENGINEHEUR_RESULTS && type == CUDNN_TYPE_BACKEND_DESCRIPTOR &&
-        requested > 0 && count && elements) {
+        ((requested > 0 && count && elements) || (requested == 0 && count))) {
         pthread_mutex_lock(&v8_mu);
         struct v8_shadow *h = v8_shadow_get(desc);
         if (h && h->type == CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR && h->g) {

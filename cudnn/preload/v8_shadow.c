@@ -80,6 +80,7 @@ void v8_shadow_drop(const void *desc) {
         *p = s->next;
         live--;
         if (s->g) v8_graph_unref(s->g);
+        v8_heur_plan_free(s->heur_plan);
         free(s->attrs);
         free(s);
         return;
