@@ -26,16 +26,18 @@ cmd/convcache/version_header.go: include/convcache.h cmd/convcache/mkversion.go
 	cd cmd/convcache && $(GO) run mkversion.go
 
 # A smoke test of the binary this makefile built (the Go tests cover every
-# command on real files): help, version, stats of a file not created yet,
-# compact of a missing file (nothing to do), the exit code of verify on a
-# missing file, and scope, which exits 0 with a device and 4 without one.
+# command on real files): help, version, stats and compact of a default file
+# not created yet (nothing to do), the exit code of stats and verify on a
+# PATH that does not exist, and scope, which exits 0 with a device and 4
+# without one.
 # Then the Go tests that need the interposer, the stand-ins and the demo.
 cli-test: $(CLI) $(CLI_TEST_DEPS)
 	@rm -rf $(BUILD)/cli-smoke && mkdir -p $(BUILD)/cli-smoke
 	$(CLI) help >/dev/null
 	$(CLI) --version
-	$(CLI) stats --json $(BUILD)/cli-smoke/cache.ccdb >/dev/null
-	$(CLI) compact $(BUILD)/cli-smoke/missing.ccdb >/dev/null
+	CONVCACHE_PATH=$(BUILD)/cli-smoke/cache.ccdb $(CLI) stats --json >/dev/null
+	CONVCACHE_PATH=$(BUILD)/cli-smoke/cache.ccdb $(CLI) compact >/dev/null
+	$(CLI) stats $(BUILD)/cli-smoke/missing.ccdb 2>/dev/null; test $$? -eq 3
 	$(CLI) verify $(BUILD)/cli-smoke/missing.ccdb 2>/dev/null; test $$? -eq 3
 	$(CLI) scope >/dev/null 2>&1; rc=$$?; test $$rc -eq 0 -o $$rc -eq 4
 	@rm -rf $(BUILD)/cli-smoke

@@ -11,14 +11,14 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// nothingToCompact says why the file at path needs no compaction ("does
-// not exist", "is empty"), or "" when it may: the message for what
+// nothingToCompact says why the file at path needs no compaction ("has
+// not been created yet", "is empty"), or "" when it may: the message for what
 // cachefile.Rewrite reports as ErrNoFile, told before the file is read.
 func nothingToCompact(path string) string {
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return "does not exist"
+		return "has not been created yet"
 	case err == nil && fi.Mode().IsRegular() && fi.Size() == 0:
 		return "is empty"
 	}
@@ -37,8 +37,9 @@ and publishes it by rename: processes using the file carry on and pick the
 new file up on their next miss. Damaged records and torn tails are dropped.
 Nothing is evicted (that is prune's job).
 
-A file that does not exist or holds no records is nothing to do: compact
-says so and exits 0 (a compactor that runs before any writer is normal).`,
+The default cache file not created yet, or a file that holds no records,
+is nothing to do: compact says so and exits 0 (a compactor that runs
+before any writer is normal). A PATH that does not exist is an error.`,
 		Args: atMostOnePath,
 		RunE: func(c *cobra.Command, args []string) error { return runCompact(e, args, *timeout) },
 	}

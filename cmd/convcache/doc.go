@@ -29,6 +29,16 @@
 // $CONVCACHE_SCOPE, else the fingerprint of each CUDA device), or "#" and
 // the 16 hex digits of a scope's hash as stats prints it.
 //
+// A PATH given on the command line must exist: every command says "PATH
+// does not exist: check the path" and exits 3, so a mistyped path never
+// reads as an empty cache. The default cache file may not exist yet (no
+// program has used the cache on this machine): stats reports it as not
+// created yet, ls and dump list nothing, and compact has nothing to do,
+// all exiting 0; verify, prune and export, which need a file, exit 3
+// saying it has not been created yet. A file that is not a convcache file
+// is said to be one, with its cause (unknown magic number, empty); only a
+// convcache file of a newer format version asks for an upgrade.
+//
 // The command line is parsed by spf13/cobra. help COMMAND and COMMAND
 // --help print the command's help on standard output and exit 0;
 // convcache with no command prints the usage on standard error and exits 2.
@@ -46,8 +56,8 @@
 // CONVCACHE_SYSTEM_PATH, and whether the remote tier named by
 // CONVCACHE_REMOTE answers (one read-only lookup, bounded by
 // CONVCACHE_REMOTE_TIMEOUT_MS, default 50 ms, as in the library: it tells
-// whether a library handle's lookups would get through). A cache file that
-// does not exist yet is reported as such, not as an error. The last compaction is the
+// whether a library handle's lookups would get through). The default cache
+// file not created yet is reported as such, not as an error. The last compaction is the
 // header's time when a snapshot follows the header (compaction, merge,
 // export and import write one), and "never" (null in JSON) when the file
 // starts with its journal: then the header's time is the file's creation.
@@ -85,10 +95,11 @@
 // compact rewrites the file as a snapshot holding every entry, under the
 // cache's lock, and publishes it by rename: processes using the file carry
 // on and pick the new file up on their next miss. Damaged records and torn
-// tails are dropped. Nothing is evicted (that is prune's job). A file that
-// does not exist, is empty, or holds no records is nothing to do: compact
-// prints one line saying so and exits 0 (a compactor started before any
-// writer, from cron or a sidecar, is normal).
+// tails are dropped. Nothing is evicted (that is prune's job). The default
+// cache file not created yet, an empty file, or one that holds no records
+// is nothing to do: compact prints one line saying so and exits 0 (a
+// compactor started before any writer, from cron or a sidecar, is normal:
+// name its file with CONVCACHE_PATH, since a PATH must exist).
 //
 // prune removes entries under the lock, and prints each one with the reason.
 // --scope S limits it to scope S (alone, it removes that scope);
@@ -166,8 +177,9 @@
 //	   file's header is damaged
 //	2  usage: a bad flag or argument, a scope with no entries to export or
 //	   import, an output file that already exists
-//	3  I/O or format error: a file could not be read or written, or is not a
-//	   convcache file (or is of a newer format version)
+//	3  I/O or format error: a file does not exist (a PATH given, or the
+//	   default file for verify, prune and export), could not be read or
+//	   written, or is not a convcache file (or is of a newer format version)
 //	4  no device fingerprint: scope (or a --scope/--keep-scope current)
 //	   found no CUDA driver, device or cuDNN, and CONVCACHE_SCOPE is not set
 //	5  the cache's lock was not free within --lock-timeout (default

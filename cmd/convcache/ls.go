@@ -96,7 +96,7 @@ func list(e *env, name string, args []string, o listOptions, full bool) error {
 	}
 	var entries []cachefile.Entry
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		fmt.Fprintf(e.stderr, "convcache %s: %s does not exist yet: nothing cached\n", name, path)
+		fmt.Fprintf(e.stderr, "convcache %s: %s has not been created yet: nothing cached\n", name, path)
 	} else {
 		f, err := e.readCache(path, "reading "+path)
 		if err != nil {

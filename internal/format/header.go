@@ -56,16 +56,16 @@ func EncodeHeader(created time.Time, flags uint32) []byte {
 // and a damaged header are told apart.
 func DecodeHeader(b []byte) (Header, error) {
 	if len(b) == 0 {
-		return Header{}, errEmpty
+		return Header{}, ErrEmpty
 	}
 	if len(b) < HeaderSize {
 		if bytes.HasPrefix(fileMagic[:], b) || bytes.HasPrefix(b, fileMagic[:]) {
 			return Header{}, errTruncatedHeader
 		}
-		return Header{}, errForeign
+		return Header{}, ErrForeign
 	}
 	if !bytes.Equal(b[:8], fileMagic[:]) {
-		return Header{}, errForeign
+		return Header{}, ErrForeign
 	}
 	v := binary.LittleEndian.Uint32(b[8:])
 	if v > Version {
@@ -85,8 +85,8 @@ func DecodeHeader(b []byte) (Header, error) {
 // Why a header is refused, each wrapping ErrFormat (not a convcache file
 // this library reads: left alone) or ErrCorrupt (a damaged header).
 var (
-	errEmpty           = errs.Detail(errs.ErrFormat, "file is empty")
-	errForeign         = errs.Detail(errs.ErrFormat, "unknown magic number (not a convcache file)")
+	ErrEmpty           = errs.Detail(errs.ErrFormat, "file is empty")
+	ErrForeign         = errs.Detail(errs.ErrFormat, "unknown magic number (not a convcache file)")
 	ErrNewer           = errs.Detail(errs.ErrFormat, "format version is newer than this library")
 	errTruncatedHeader = errs.Detail(errs.ErrCorrupt, "file header is truncated")
 	errHeaderChecksum  = errs.Detail(errs.ErrCorrupt, "file header checksum mismatch")

@@ -31,10 +31,10 @@ func TestHeaderValidationOrder(t *testing.T) {
 		want error
 		is   error
 	}{
-		{"empty", nil, errEmpty, errs.ErrFormat},
+		{"empty", nil, ErrEmpty, errs.ErrFormat},
 		{"truncated", good[:10], errTruncatedHeader, errs.ErrCorrupt},
-		{"short foreign", []byte("hello"), errForeign, errs.ErrFormat},
-		{"foreign", []byte("#!/bin/sh\necho this is a shell script....\n"), errForeign, errs.ErrFormat},
+		{"short foreign", []byte("hello"), ErrForeign, errs.ErrFormat},
+		{"foreign", []byte("#!/bin/sh\necho this is a shell script....\n"), ErrForeign, errs.ErrFormat},
 		{"newer", mut(func(b []byte) { b[8] = 2 }), ErrNewer, errs.ErrFormat},
 		{"newer and bad sum", mut(func(b []byte) { b[8] = 9; b[29] ^= 1 }), ErrNewer, errs.ErrFormat},
 		{"bad sum", mut(func(b []byte) { b[17] ^= 4 }), errHeaderChecksum, errs.ErrCorrupt},
