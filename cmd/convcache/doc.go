@@ -72,18 +72,22 @@
 // only when its key says it holds them: an interposer key, or a
 // BenchmarkCache name whose dot-separated parts include "cudnn" and end in
 // the direction (fwd, bwd_data, bwd_filter), as PyTorch's
-// "torch.cudnn.v7.fwd" and the demo's "demo.cudnn.fwd" do. Any other value,
-// 48 bytes or not (the demo's "demo.conv2d.fwd" values are its own 48-byte
-// struct), is shown as hex and its size. For example:
+// "torch.cudnn.v7.fwd" and the demo's "demo.cudnn.fwd" do. The values the
+// demo's CPU autotuner stores under "demo.conv2d.fwd" (its own 48-byte
+// AlgoChoice, drawn in demo.go) are decoded as the demo's choice: the
+// implementation chosen, its time and workspace, the other candidates'
+// times and how long choosing took. Any other value, 48 bytes or not, is
+// shown as hex and its size. For example:
 //
 //	torch.cudnn.v7.fwd float NCHW 32x64x56x56 * 64x64x3x3 pad 1 stride 1 -> IMPLICIT_PRECOMP_GEMM 0.12 ms ws 0 B
-//	demo.conv2d.fwd float NCHW 1x256x6x6 * 256x256x3x3 pad 1 stride 1 -> 03000000000000004f961a3d000000000080440000000000e545863d300d833d... (48 B)
+//	demo.conv2d.fwd float NCHW 1x256x6x6 * 256x256x3x3 pad 1 stride 1 -> winograd 0.0227 ms ws 4.3 MiB (direct 0.0253, im2col+gemm 0.0269 ms; tuning took 0.311 ms)
+//	my.conv2d.fwd float NCHW 1x256x6x6 * 256x256x3x3 pad 1 stride 1 -> 0300000000000000a4fbb93c000000000080440000000000af26cf3c5c72dc3c... (48 B)
 //
 // Keys of no known layout are shown in hex too. dump adds the insert and last-use times and
 // a hex dump of every key and value. With --json both print an array of
 // objects (scope, scope_hash, layout, op, key, value, time_ms, key_bytes,
 // value_bytes, inserted, used; dump adds key_hex, value_hex and the decoded
-// fields).
+// fields: params, find_key, perfs, demo_choice).
 //
 // verify reads every record and checks its CRC-32C, the header and the
 // file's structure, and prints each damaged range with its offset. A torn

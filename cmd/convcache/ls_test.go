@@ -81,7 +81,8 @@ func TestLs(t *testing.T) {
 // Every key layout the codecs know, and which of them say that their
 // values are cuDNN perf structs: the interposer's keys and BenchmarkCache
 // names with a "cudnn" part ending in a direction. Every other value is
-// hex, even one of exactly 48 bytes (the demo's AlgoChoice is one).
+// hex, even one of exactly 48 bytes, under the demo's own name included
+// when it is not a valid AlgoChoice (demo_test.go decodes valid ones).
 func TestLsLayouts(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "layouts.ccdb")
 	p := params(8, 3, 224, 64)
