@@ -11,7 +11,8 @@
 #   make torch              PyTorch's CUDA wheel and its nvidia-* packages in
 #                           a venv, $(TORCH_VENV) (~3 GB download)
 #   make torch-check        the interposer under the real PyTorch
-#                           (tests/torch/run.sh); not part of make test
+#                           (tests/torch/run.sh), and convcache doctor on it
+#                           (TestDoctorRealTorch); not part of make test
 #
 # For code compiled against the real headers: $(NVIDIA_REAL_CFLAGS), after
 # a prerequisite on nvidia-cudnn. $(NVIDIA_CUDNN_LIB) holds libcudnn.so.9.
@@ -68,3 +69,5 @@ real-cudnn-check: $(NVIDIA_STAMP) $(PRELOAD_LIB) $(CLI) $(STANDIN_DIR)/libcuda.s
 
 torch-check: $(TORCH_STAMP) $(PRELOAD_LIB) $(LIB) $(CLI)
 	sh tests/torch/run.sh $(BUILD) $(TORCH_VENV)
+	CONVCACHE_TEST_BUILD=$(ABS_BUILD) CONVCACHE_TEST_TORCH_VENV=$(abspath $(TORCH_VENV)) \
+	  $(GO) test -count=1 -run TestDoctorRealTorch -v ./cmd/convcache

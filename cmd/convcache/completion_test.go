@@ -67,7 +67,7 @@ func TestBashCompletion(t *testing.T) {
 		want  string
 	}{
 		{[]string{"st"}, "stats"},
-		{[]string{""}, "stats ls dump verify compact prune merge export import scope run version completion help"},
+		{[]string{""}, "stats ls dump verify compact prune merge export import scope run doctor version completion help"},
 		{[]string{"co"}, "compact completion"},
 		{[]string{"ls", "--js"}, "--json"},
 		{[]string{"merge", "--out"}, "--output"},

@@ -17,6 +17,8 @@
 //	convcache scope   [--device N] [--json]
 //	convcache run     [--preload PATH] [--path FILE] [--scope S] [--tag T] [--mode M]
 //	                  [--verbose] [--torch-v7] [--] COMMAND [ARGS...]
+//	convcache doctor  [--python PY] [--preload PATH] [--path FILE] [--torch-v7]
+//	                  [--json] [-- COMMAND [ARGS...]]
 //	convcache version [--json]       (or convcache --version)
 //	convcache completion bash|zsh|fish
 //	convcache help [COMMAND]         (or convcache COMMAND --help, -h)
@@ -24,8 +26,8 @@
 // PATH defaults to the default cache file: $CONVCACHE_PATH, else
 // $XDG_CACHE_HOME/convcache/cache.ccdb, else ~/.cache/convcache/cache.ccdb.
 // Flags are GNU style (--json; -o is --output, -h is --help, -v is run's
-// --verbose) and may come before or after PATH, except run's, which come
-// before COMMAND. A scope S is a scope name, "current" (this machine's:
+// --verbose) and may come before or after PATH, except run's and doctor's,
+// which come before COMMAND. A scope S is a scope name, "current" (this machine's:
 // $CONVCACHE_SCOPE, else the fingerprint of each CUDA device), or "#" and
 // the 16 hex digits of a scope's hash as stats prints it.
 //
@@ -154,6 +156,30 @@
 // beside $CONVCACHE_LIBRARY when it names a path; libconvcache.so.1 must be
 // beside it, where the interposer loads it from.
 //
+// doctor says what convcache run would do for a program, and what stands
+// in the way, as findings (ok, note, warning, problem), each with one line
+// of advice: the cache file (--path, else the default) and its state, and
+// the mode the environment sets; this machine's scope for each GPU (model,
+// driver and cuDNN, read from the cuDNN that torch loads) and the entries
+// the file holds for it; the interposer (--preload, else where run looks)
+// and the PyTorch paths it serves, read from the functions its ELF dynamic
+// symbol table exports: v7 (the six cudnnFindConvolution* functions) and
+// v8 (the six cudnnBackend* functions); for a PyTorch program (--python
+// PY, else the command's own interpreter, else python3, which runs
+// doctor_probe.py): torch's version, CUDA and cuDNN, the path it takes (v8,
+// or v7 when TORCH_CUDNN_V8_API_DISABLED is exactly 1, which --torch-v7
+// sets as run's does) and whether run serves it; that the program must set
+// torch.backends.cudnn.benchmark = True (PyTorch's default is False): given
+// the program (convcache doctor -- python train.py), the doctor reads its
+// script (the first .py argument, or the -c code) for the assignment and
+// for TORCH_CUDNN_V8_API_DISABLED, and says that this is a heuristic; and
+// whether the functions of torch's path that libtorch_cuda.so imports bind
+// to the interposer, the check make torch-check makes: an import of torch
+// under the interposer with LD_BIND_NOW=1 and LD_DEBUG=bindings (and
+// CONVCACHE_DISABLE=1). Each run of the interpreter is bounded by 3
+// minutes. doctor exits 0 when nothing stands in the way (warnings and
+// notes included) and 1 when a problem does; it changes nothing.
+//
 // version (and --version) prints the library version the command was built
 // from (CONVCACHE_VERSION_STRING in include/convcache.h, copied into
 // version_header.go by go generate; a test checks the two agree), the
@@ -178,7 +204,8 @@
 //
 //	0  success
 //	1  damage found: verify found corrupt records or a bad structure, or a
-//	   file's header is damaged
+//	   file's header is damaged; doctor found a problem in the way of
+//	   caching
 //	2  usage: a bad flag or argument, a scope with no entries to export or
 //	   import, an output file that already exists
 //	3  I/O or format error: a file does not exist (a PATH given, or the

@@ -28,7 +28,8 @@ import (
 //
 // Inputs that are not the cache (merge's and import's files) are named on
 // the command line, so they must exist too. import --cache names the cache
-// to import into, which import creates when missing, as documented.
+// to import into, which import creates when missing, as documented; run's
+// and doctor's --path name the file a program will use, which it creates.
 
 // cachePath returns the optional PATH argument (atMostOnePath checked
 // that there is at most one), which must exist, or the default cache file,
