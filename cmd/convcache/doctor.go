@@ -157,6 +157,9 @@ func runDoctor(e *env, c *cobra.Command, o *doctorOptions, command []string) err
 	if py, explicit := pythonFor(o.python, command); py != "" {
 		r.Python = py
 		torchCUDNN = r.checkTorch(py, explicit, env, script)
+	} else {
+		r.add(finding{"python", statusNote, fmt.Sprintf("%s is not a Python program: the PyTorch checks are skipped", safeText(command[0])),
+			"give --python PY if it runs PyTorch through another interpreter; convcache run caches the cudnnFind* calls of any program"})
 	}
 
 	// The cache file, and this machine's scopes in it.
@@ -193,16 +196,17 @@ func (r *doctorReport) add(fs ...finding) {
 }
 
 // pythonFor returns the interpreter to ask about torch: --python, else the
-// command's own, else python3 (explicit false: its absence only skips the
-// PyTorch checks).
+// command's own, else python3 when no command is given (explicit false: its
+// absence only skips the PyTorch checks); "" for a command that is not a
+// Python program.
 func pythonFor(flag string, command []string) (py string, explicit bool) {
-	if flag != "" {
+	switch {
+	case flag != "":
 		return flag, true
+	case len(command) == 0:
+		return "python3", false
 	}
-	if py := interpreterOf(command); py != "" {
-		return py, true
-	}
-	return "python3", false
+	return interpreterOf(command), true
 }
 
 // checkTorch adds the findings about PyTorch and returns the path of the

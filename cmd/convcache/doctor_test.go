@@ -78,7 +78,7 @@ func fakePython(t *testing.T, spec torchSpec) string {
 // doctorBuilt returns the build directory with what the doctor's tests use.
 func doctorBuilt(t *testing.T) string {
 	return builtDir(t, preloadName, libMajorName, "tests/preload/libcudnn.so.9", "tests/preload/libcuda.so.1",
-		"tests/doctor/libtorch_cuda.so")
+		"tests/preload/preload_prog", "tests/doctor/libtorch_cuda.so")
 }
 
 // torchV8 is a stand-in of PyTorch 2.15 on CUDA 13 and cuDNN 9.13.
@@ -206,6 +206,12 @@ func TestDoctorNoTorch(t *testing.T) {
 	rep.one(t, "python", statusProblem)
 	rep, _ = doctorRun(t, b, nil, "--python", py, "--preload", filepath.Join(t.TempDir(), preloadName))
 	rep.one(t, "interposer", statusProblem, "no such file")
+	// A program that is not a Python one gets no PyTorch checks.
+	rep, _ = doctorRun(t, b, nil, "--", filepath.Join(b, "tests/preload/preload_prog"), "run", "out.txt")
+	rep.one(t, "python", statusNote, "preload_prog is not a Python program")
+	if rep.Torch != nil || rep.Python != "" {
+		t.Fatalf("%+v", rep)
+	}
 
 	// The text form: each finding with its advice, and the verdict.
 	cmd := exec.Command(binary, "doctor", "--python", py, "--preload", filepath.Join(b, preloadName))

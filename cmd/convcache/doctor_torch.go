@@ -52,14 +52,14 @@ type torchProbe struct {
 	CuDNNLibrary  string `json:"cudnn_library,omitempty"`
 }
 
-// runPython runs the interpreter on script with env, bounded by
-// pythonTimeout, and returns its standard output and the last line of its
+// runPython runs the interpreter on script with env (writing no bytecode
+// files), bounded by pythonTimeout, and returns its standard output and the last line of its
 // standard error (for the message when it fails).
 func runPython(py, script string, env []string) (stdout []byte, lastErr string, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), pythonTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, py, "-c", script)
-	cmd.Env = env
+	cmd.Env = withEnv(env, []string{"PYTHONDONTWRITEBYTECODE=1"}) // the doctor changes nothing
 	cmd.Stdin = nil
 	cmd.WaitDelay = 5 * time.Second
 	var so, se bytes.Buffer
