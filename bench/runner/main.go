@@ -1,6 +1,7 @@
 // Command runner runs convcache's benchmark workloads against every
 // implementation in one run, prints one Markdown table of medians, spreads
-// and ratios, and writes the raw samples as JSON for bench/plot.
+// and ratios (results.md), writes the README's short summary of it
+// (summary.md) and the raw samples as JSON for bench/plot (results.json).
 //
 // Each measurement is a fresh worker process (bench_<impl>, built from
 // bench/impl_*.cpp and bench/workloads.hpp). Repeats are interleaved:
@@ -159,18 +160,19 @@ func main() {
 	parallel(2, jobs)
 
 	// 2. Hits at 1 and 2 threads, and resident memory.
-	phase("hit: find latency (1 thread) and throughput (2 threads)")
+	phase("hit: find latency (1 thread, network and random order) and throughput (2 threads)")
 	for _, n := range sizes {
 		for r := 0; r < repsFor(n); r++ {
 			for _, im := range res.Impls {
 				f := mustRun(im, "hit", store(im, n), strconv.Itoa(n), strconv.Itoa(*hitMs))
 				res.Add(fmt.Sprintf("hit1_ns/%d", n), im.ID, f["hit1_ns"])
+				res.Add(fmt.Sprintf("hit1r_ns/%d", n), im.ID, f["hit1r_ns"])
 				res.Add(fmt.Sprintf("mops1/%d", n), im.ID, f["mops1"])
 				res.Add(fmt.Sprintf("mops2/%d", n), im.ID, f["mops2"])
 				res.Add(fmt.Sprintf("rss/%d", n), im.ID, f["rss_per_entry"])
 				res.Add(fmt.Sprintf("rss_store/%d", n), im.ID, f["rss_store_per_entry"])
 				res.Add(fmt.Sprintf("rss_libs/%d", n), im.ID, f["rss_libs_per_entry"])
-				progress("hit %-7s %7d rep %d: %.0f ns, 2 threads %.2f Mops/s", im.Key, n, r+1, f["hit1_ns"], f["mops2"])
+				progress("hit %-7s %7d rep %d: %.0f ns (random order %.0f ns), 2 threads %.2f Mops/s", im.Key, n, r+1, f["hit1_ns"], f["hit1r_ns"], f["mops2"])
 			}
 		}
 	}
@@ -259,6 +261,7 @@ func main() {
 	fmt.Print(tbl)
 	must(os.MkdirAll(*outDir, 0o755))
 	must(os.WriteFile(filepath.Join(*outDir, "results.md"), []byte(tbl), 0o644))
+	must(os.WriteFile(filepath.Join(*outDir, "summary.md"), []byte(summary(res)), 0o644))
 	js, err := json.MarshalIndent(res, "", "  ")
 	must(err)
 	must(os.WriteFile(filepath.Join(*outDir, "results.json"), js, 0o644))
