@@ -148,7 +148,8 @@ func stat(r *results.Results, metric, id string, x float64) (point, bool) {
 
 // coldWarm is the time spent choosing algorithms in a cold run and in the
 // warm run after it, one group per workload: the demo (make demo, through
-// the C++ drop-in) and PyTorch's default path on the stand-in cuDNN
+// the C++ drop-in) and engine choices on cuDNN's backend API, the API of
+// PyTorch's default path, stored and rebuilt on the stand-in cuDNN
 // (bench/gpu/v8_check). A workload the run did not measure is left out.
 func coldWarm(r *results.Results, ch chart) *chart {
 	ch.bars = true
@@ -156,7 +157,7 @@ func coldWarm(r *results.Results, ch chart) *chart {
 		label, cold, warm, id string
 	}{
 		{"the demo (make demo)", "demo_cold_ms", "demo_warm_ms", "b"},
-		{"PyTorch's v8 path, stand-in cuDNN", "v8_run1_ms", "v8_run2_ms", "v8"},
+		{"engine choices, cuDNN backend API (v8), stand-in", "v8_run1_ms", "v8_run2_ms", "v8"},
 	}
 	cold := series{id: "cold", label: "run 1 (cold)"}
 	warm := series{id: "warm", label: "run 2 (warm)"}

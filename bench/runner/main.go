@@ -57,6 +57,7 @@ var (
 	v8      = flag.String("v8", "", "the GPU check (bench/gpu/v8_check) and the stand-in libraries' directory, as CHECK:DIR: adds the v8 engine-choice table")
 	v8Reps  = flag.Int("v8-reps", 3, "repeats of the v8 engine-choice runs")
 	quick   = flag.Bool("quick", false, "a fast smoke run: 10k and 100k entries, 1 repeat")
+	from    = flag.String("from", "", "measure nothing: write results.md and summary.md again from this results.json (after a change to how they are written)")
 	keep    = flag.Bool("keep", false, "keep the stores in the work directory")
 	only    = flag.String("impls", "", "comma-separated implementation keys to run (default: every built one)")
 )
@@ -65,6 +66,14 @@ const rawEntry = 104 + 48 // key + value bytes
 
 func main() {
 	flag.Parse()
+	if *from != "" {
+		var res results.Results
+		b, err := os.ReadFile(*from)
+		must(err)
+		must(json.Unmarshal(b, &res))
+		writeTables(&res)
+		return
+	}
 	start := time.Now()
 	sizes := []int{10000, 100000, 1000000}
 	writers := []int{1, 2, 4, 8}
@@ -256,15 +265,22 @@ func main() {
 
 	res.LoadAvg[1] = loadAvg()
 	res.WallSeconds = time.Since(start).Seconds()
-	tbl := table(res)
 	fmt.Println()
-	fmt.Print(tbl)
-	must(os.MkdirAll(*outDir, 0o755))
-	must(os.WriteFile(filepath.Join(*outDir, "results.md"), []byte(tbl), 0o644))
-	must(os.WriteFile(filepath.Join(*outDir, "summary.md"), []byte(summary(res)), 0o644))
+	writeTables(res)
 	js, err := json.MarshalIndent(res, "", "  ")
 	must(err)
 	must(os.WriteFile(filepath.Join(*outDir, "results.json"), js, 0o644))
-	fmt.Fprintf(os.Stderr, "bench: wrote %s and %s (%.0f s)\n",
-		filepath.Join(*outDir, "results.md"), filepath.Join(*outDir, "results.json"), res.WallSeconds)
+	fmt.Fprintf(os.Stderr, "bench: wrote %s (%.0f s)\n", filepath.Join(*outDir, "results.json"), res.WallSeconds)
+}
+
+// writeTables prints the table and writes it, and the README's summary, to
+// results.md and summary.md in the output directory.
+func writeTables(res *results.Results) {
+	tbl := table(res)
+	fmt.Print(tbl)
+	must(os.MkdirAll(*outDir, 0o755))
+	for name, text := range map[string]string{"results.md": tbl, "summary.md": summary(res)} {
+		must(os.WriteFile(filepath.Join(*outDir, name), []byte(text), 0o644))
+		fmt.Fprintf(os.Stderr, "bench: wrote %s\n", filepath.Join(*outDir, name))
+	}
 }

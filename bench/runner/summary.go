@@ -53,7 +53,7 @@ func summary(r *results.Results) string {
 	var rows []string
 	for _, p := range []pair{
 		{"the demo (`make demo`), through the C++ drop-in", "demo_cold_ms", "demo_warm_ms", "b"},
-		{"PyTorch's v8 path on the stand-in cuDNN (`make bench-v8`)", "v8_run1_ms", "v8_run2_ms", "v8"},
+		{"engine choices on cuDNN's backend API (v8), stand-in cuDNN (`make bench-v8`)", "v8_run1_ms", "v8_run2_ms", "v8"},
 	} {
 		c, okC := r.Stat(p.cold, p.id)
 		w, okW := r.Stat(p.warm, p.id)
