@@ -170,7 +170,7 @@ typedef convcache convcache_handle;
  *
  * Environment: CONVCACHE_DISABLE, CONVCACHE_MODE, CONVCACHE_LOCK_TIMEOUT_MS,
  * CONVCACHE_BUILD_TIMEOUT_MS, CONVCACHE_MAX_BYTES, CONVCACHE_MAX_ENTRIES and
- * CONVCACHE_TRUST_SHARED (see the README). A nonsense value prints one
+ * CONVCACHE_TRUST_SHARED (see docs/environment.md). A nonsense value prints one
  * warning on stderr and its default is used. In a privileged process
  * (AT_SECURE: set-user-ID, set-group-ID or file capabilities) no variable
  * is read, as with secure_getenv: the defaults apply, and there is no
@@ -427,7 +427,7 @@ CONVCACHE_API int convcache_stats(convcache_handle *c, struct convcache_stats *o
  * count, driver, cuDNN and CUDA runtime versions, and $CONVCACHE_TAG).
  * $CONVCACHE_SCOPE, when set and not empty, is written instead, whatever
  * the device. Pass the result to convcache_open as the scope. The format
- * (version cc1, documented in the README) is
+ * (version cc1, documented in docs/c-api.md) is
  *
  *   cc1;gpu=NAME;cc=MAJOR.MINOR;sms=N;driver=N;cudnn=N;cudart=N[;tag=TAG]
  *

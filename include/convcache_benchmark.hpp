@@ -4,7 +4,7 @@
  * find(const Params&, T*), void insert(const Params&, const T&), int load(),
  * int save(), plus getOrCreate(params, builder) for OpenVINO-style executor
  * caches. Part of the C++ interface: convcache.hpp includes it, and it may
- * be included first. docs/cxx-design.md explains the design; in brief:
+ * be included first. docs/cxx.md explains the design; in brief:
  *
  *   - find() asks the library, whose hit path is answered in C from the one
  *     index of the process (no Go, no lock): there is no second map, so a

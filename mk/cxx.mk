@@ -135,7 +135,7 @@ install-cmake-package:
 
 # Installs into a temporary prefix, then builds and runs a consumer found by
 # find_package(convcache CONFIG) and one built with pkg-config's flags; then
-# runs README.md's install example as printed (tests/infra/readme-install.sh).
+# runs docs/install.md's install example as printed (tests/infra/readme-install.sh).
 package-test: $(LIB) $(BUILD)/include/.stamp
 	@set -e; $(MK_TMPDIR); \
 	echo "== package: make install PREFIX=$$tmp/prefix"; \
