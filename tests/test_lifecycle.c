@@ -245,7 +245,7 @@ static void peek_at_exit(void *p) {
 
 static void *worker(void *arg) {
     uint32_t seed = (uint32_t)(uintptr_t)arg | 1;
-    uint32_t budget = 50 + rnd(&seed) % 2000;
+    uint32_t budget = 20 + rnd(&seed) % 600;
     for (uint32_t i = 0; i < budget && !atomic_load(&stopping); i++) {
         if (atomic_fetch_sub(&calls_left, 1) <= 1) {
             atomic_store(&calls_left, 0);
