@@ -130,7 +130,7 @@ func TestReclaimWithoutMembarrier(t *testing.T) {
 		}
 	}
 	// A C reader hits all along: what it may hold must wait for it.
-	stop := make(chan struct{})
+	stop, reading := make(chan struct{}), make(chan struct{})
 	var wg sync.WaitGroup
 	var hits, bad atomic.Int64
 	wg.Add(1)
@@ -140,6 +140,9 @@ func TestReclaimWithoutMembarrier(t *testing.T) {
 		defer runtime.UnlockOSThread()
 		buf := make([]byte, 256)
 		for i := 0; ; i++ {
+			if i == 1 {
+				close(reading) // its record is made, its first hit counted
+			}
 			select {
 			case <-stop:
 				return
@@ -154,6 +157,7 @@ func TestReclaimWithoutMembarrier(t *testing.T) {
 			}
 		}
 	}()
+	<-reading
 	maxIndexes := int64(0)
 	for r := 0; r < reloads; r++ {
 		// Replace the file with a copy: the load reads it into a new index
