@@ -176,6 +176,11 @@
 //     reported: their locks and rename are weaker than a local disk's.
 //   - A hit does not write the file. Use of entries is recorded in memory and
 //     written as touch frames by Save and Close, for LRU eviction.
+//   - Close may race any other call on the handle: that call completes as
+//     before the close or returns ErrClosed, and leaves no descriptor, lock
+//     or pin behind (lifecycle.go); calls after Close return ErrClosed, and
+//     Stats the counters as they were. Save racing Close may return
+//     ErrClosed without having synced: Close does not fsync.
 //   - A handle opened lazily holds only the chunks its finds needed; Stats
 //     reads the rest of the file first, so that its Entries and MemBytes
 //     count the whole file (it then costs what Open cost before the index).

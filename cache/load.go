@@ -244,6 +244,9 @@ func carryMarks(old, ix *index, gen uint32) {
 //
 // With nothing new this costs one fstat.
 func (c *Cache) refresh(final bool) error {
+	if c.shut {
+		return ErrClosed // Close let go of the file (lifecycle.go)
+	}
 	if c.detached {
 		return nil // the file at the path is not ours to read
 	}
@@ -313,6 +316,9 @@ func (c *Cache) refresh(final bool) error {
 // reopen adopts whatever file is at the path now, if it may be used (else
 // the handle detaches, keeping what it has). Caller holds mu.
 func (c *Cache) reopen(final bool) error {
+	if c.shut {
+		return ErrClosed // Close let go of the file (lifecycle.go)
+	}
 	f, err := c.openData()
 	if errors.Is(err, safefile.ErrRefused) {
 		return nil
@@ -343,12 +349,11 @@ func (c *Cache) reopen(final bool) error {
 // wrote since the last look.
 func (c *Cache) Load() error {
 	if c.mode == ModeOff {
-		return nil
+		return c.live()
 	}
-	if c.closed.Load() {
-		return ErrClosed
+	if err := c.lockLive(); err != nil {
+		return err
 	}
-	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.refresh(false)
 }

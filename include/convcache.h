@@ -3,8 +3,9 @@
  * choices (cuDNN benchmark results), or of any small opaque key/value pair.
  *
  * Link with -lconvcache (pkg-config: convcache). Every function is safe to
- * call from many threads at once, on one handle or several, and any number
- * of processes may open the same file.
+ * call from many threads at once, on one handle or several, convcache_close
+ * included (see there), and any number of processes may open the same
+ * file.
  *
  * Conventions
  *   - Functions return 0 (CONVCACHE_OK) or a positive status on success and
@@ -248,8 +249,21 @@ CONVCACHE_API int convcache_open_ex(const convcache_options *opts, convcache_han
 /*
  * convcache_close - write what can be written without waiting long, and
  * release the handle. Does not fsync (call convcache_save for that).
- * Accepts NULL and already-closed handles. Must not race with other calls
- * on the same handle.
+ * Accepts NULL and already-closed handles.
+ *
+ * Other calls on the handle may race it, from any thread (a host's static
+ * destructors closing a handle while its threads still find, a thread
+ * exiting mid-call): each call that races the close either completes as
+ * it would have before the close, or returns CONVCACHE_E_HANDLE
+ * (convcache_peek: 0, a miss); every call made after it returns
+ * CONVCACHE_E_HANDLE. None crashes, none leaves a file descriptor, a lock
+ * or pinned memory behind, and none reaches another handle: a handle's
+ * value carries a generation, so an open that reuses its slot gets another
+ * one. A convcache_save that returns CONVCACHE_E_HANDLE may not have
+ * synced (the close does not fsync); a convcache_get_or_create whose
+ * handle closes while its builder runs returns CONVCACHE_E_HANDLE, and the
+ * value is not stored. This holds for every function taking a handle, and
+ * for the C++ interface and drop-ins built on them.
  */
 CONVCACHE_API void convcache_close(convcache_handle *c);
 

@@ -330,7 +330,8 @@ private:
     }
 
     /* load: a valid stored choice for key. A forked child, a missing
-     * library or a damaged value read as "nothing stored". */
+     * library, a handle closed under us or a damaged value read as
+     * "nothing stored". */
     bool load(const Key &key, convcache_engine_choice *c) {
         convcache_handle *h = handle_for(key);
         if (!h) return false;
@@ -339,7 +340,7 @@ private:
         unsigned char buf[sizeof(convcache_engine_choice)];
         int rc = convcache_find(h, k.b, klen, buf, sizeof buf, &n);
         if (rc == CONVCACHE_HIT) return convcache_engine_check(buf, n, c) == CONVCACHE_ENGINE_OK;
-        if (rc >= 0 || rc == CONVCACHE_E_RANGE || rc == CONVCACHE_E_FORKED) return false;
+        if (rc >= 0 || rc == CONVCACHE_E_RANGE || rc == CONVCACHE_E_FORKED || rc == CONVCACHE_E_HANDLE) return false;
         error::raise("convcache_find", rc);
     }
 
@@ -355,7 +356,7 @@ private:
         KeyBuf k;
         std::size_t klen = library_key(key, k);
         int rc = convcache_insert(h, k.b, klen, &c, sizeof c);
-        if (rc == CONVCACHE_E_FORKED || insert_kept(rc)) {
+        if (rc == CONVCACHE_E_FORKED || rc == CONVCACHE_E_HANDLE || insert_kept(rc)) {
             stats_.stored += rc >= 0;
             return;
         }

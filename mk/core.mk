@@ -44,6 +44,37 @@ torture: $(BUILD)/torture $(BUILD)/tests/torture_writer
 
 TEST_TARGETS += torture-short
 
+# The lifecycle torture (tests/test_lifecycle.c): every call racing closes
+# of its handle, from threads that come and go, beside peers that compact.
+# It links a test build of the library, which adds one export,
+# convcache_test_live (capi/testhooks.go, under the tag convcache_testhooks),
+# to see at the end that nothing is pinned or published any more. A short
+# run in `make test` (and one under ThreadSanitizer, lifecycle-tsan below);
+# `make torture` runs it for LIFECYCLE_SECONDS (300).
+HOOKS_DIR := $(BUILD)/testhooks
+HOOKS_LIB := $(HOOKS_DIR)/libconvcache.so.$(VERSION_MAJOR)
+
+$(HOOKS_LIB): $(GO_SRC)
+	@mkdir -p $(HOOKS_DIR)
+	CGO_ENABLED=1 $(GO) build -buildmode=c-shared -trimpath -tags convcache_testhooks \
+	  -ldflags "-extldflags '-Wl,--version-script=$(abspath capi/exports.map) -Wl,-soname,libconvcache.so.$(VERSION_MAJOR) -Wl,-z,nodelete'" \
+	  -o $@ ./capi
+	@rm -f $(basename $@).h $@.h
+
+$(HOOKS_DIR)/test_lifecycle: tests/test_lifecycle.c tests/check.h tests/tmpdir.h $(HOOKS_LIB) $(BUILD)/include/.stamp
+	$(CC) $(CFLAGS) -o $@ $< -I$(BUILD)/include $(HOOKS_LIB) -Wl,-rpath,$(abspath $(HOOKS_DIR)) -lpthread
+
+.PHONY: lifecycle torture-lifecycle
+lifecycle: $(HOOKS_DIR)/test_lifecycle
+	timeout -k 10 $(TEST_TIMEOUT) $< 40000
+
+torture-lifecycle: $(HOOKS_DIR)/test_lifecycle
+	$< 0 $${LIFECYCLE_SECONDS:-300}
+
+torture: torture-lifecycle
+
+TEST_TARGETS += lifecycle
+
 # The hammer (tests/test_hammer.c) under ThreadSanitizer: the test and the
 # library's own C code (capi/*.c and cgo's glue, through CGO_CFLAGS) are
 # instrumented, in a library of their own in build/tsan/ (as $(LIB_REAL) is
@@ -59,7 +90,7 @@ TSAN_FLAGS := -O1 -g -fsanitize=thread -Wno-tsan
 
 $(TSAN_DIR)/libconvcache.so.$(VERSION_MAJOR): $(GO_SRC)
 	@mkdir -p $(TSAN_DIR)
-	CGO_ENABLED=1 CGO_CFLAGS="$(TSAN_FLAGS)" CGO_LDFLAGS="-fsanitize=thread" $(GO) build -buildmode=c-shared -trimpath \
+	CGO_ENABLED=1 CGO_CFLAGS="$(TSAN_FLAGS)" CGO_LDFLAGS="-fsanitize=thread" $(GO) build -buildmode=c-shared -trimpath -tags convcache_testhooks \
 	  -ldflags "-extldflags '-Wl,--version-script=$(abspath capi/exports.map) -Wl,-soname,libconvcache.so.$(VERSION_MAJOR) -Wl,-z,nodelete'" \
 	  -o $@ ./capi
 	@rm -f $(basename $@).h $@.h
@@ -75,3 +106,15 @@ hammer-tsan: $(TSAN_DIR)/test_hammer
 	timeout -k 10 $(TEST_TIMEOUT) $<
 
 TEST_TARGETS += hammer-tsan
+
+# The lifecycle torture's C side under ThreadSanitizer (the TSan library is
+# a test build: it has convcache_test_live).
+$(TSAN_DIR)/test_lifecycle: tests/test_lifecycle.c tests/check.h tests/tmpdir.h $(TSAN_DIR)/libconvcache.so.$(VERSION_MAJOR) $(BUILD)/include/.stamp
+	$(CC) $(CFLAGS) $(TSAN_FLAGS) -o $@ $< -I$(BUILD)/include $(TSAN_DIR)/libconvcache.so.$(VERSION_MAJOR) \
+	  -Wl,-rpath,$(abspath $(TSAN_DIR)) -lpthread
+
+.PHONY: lifecycle-tsan
+lifecycle-tsan: $(TSAN_DIR)/test_lifecycle
+	timeout -k 10 $(TEST_TIMEOUT) $< 10000
+
+TEST_TARGETS += lifecycle-tsan
