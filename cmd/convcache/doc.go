@@ -17,6 +17,7 @@
 //	convcache scope   [--device N] [--json]
 //	convcache run     [--preload PATH] [--path FILE] [--scope S] [--tag T] [--mode M]
 //	                  [--verbose] [--torch-v7] [--] COMMAND [ARGS...]
+//	convcache config  [--prefix] [--cflags] [--libs] [--cmakedir] [--pkgconfigdir]
 //	convcache version [--json]       (or convcache --version)
 //	convcache completion bash|zsh|fish
 //	convcache help [COMMAND]         (or convcache COMMAND --help, -h)
