@@ -1,0 +1,69 @@
+# The wheel: `pip install convcache-VERSION-py3-none-PLATFORM.whl` gives the
+# convcache command, libconvcache.so.1, the cuDNN interposer, the
+# engine-choice library, the headers, the CMake package and the pkg-config
+# file, and the Python package convcache (python/convcache), with no
+# network, no Go and no compiler. wheel/build_wheel.py says what is where.
+#
+#   make wheel                  into $(DIST)/ (dist/), for this machine
+#   make wheel ARCH=aarch64     cross-built with Debian's aarch64 toolchain
+#                               (apt-get install gcc-aarch64-linux-gnu)
+#   make wheel-test             builds it into build/, installs it in a fresh
+#                               venv without network and uses it
+#                               (tests/wheel/run.sh); part of make test
+#   make wheel-test ARCH=aarch64   the same under qemu-user (apt-get install
+#                               qemu-user g++-aarch64-linux-gnu); .ci/run
+#
+# glibc floor: 2.17 (manylinux2014), for both architectures. The wheel's
+# binaries are built apart from make's, in $(WHEEL_DIR)/build, by this
+# Makefile's own rules, with wheel/glibc_floor.h forced into every C file
+# (Go's runtime/cgo too): it binds the functions glibc 2.32-2.34 moved into
+# libc to their old versions, found in the libpthread, libdl and libresolv
+# that the binaries then name (--no-as-needed). The command's start-up goes
+# through wheel/libc_start.c (-Wl,--wrap=__libc_start_main). The build fails
+# when any binary needs a newer glibc (wheel/check_elf.py); the test asks
+# auditwheel for its verdict too.
+
+ARCH        ?= $(shell uname -m)
+DIST        ?= dist
+WHEEL_FLOOR := 2.17
+WHEEL_PLAT  := manylinux2014_$(ARCH).manylinux_$(subst .,_,$(WHEEL_FLOOR))_$(ARCH)
+WHEEL_NAME  := convcache-$(VERSION)-py3-none-$(WHEEL_PLAT).whl
+WHEEL_DIR   := $(BUILD)/wheel/$(ARCH)
+WHEEL_BUILD := $(WHEEL_DIR)/build
+WHEEL_GOARCH := $(if $(filter x86_64,$(ARCH)),amd64,$(if $(filter aarch64,$(ARCH)),arm64))
+# Cross tools where ARCH is not this machine's.
+WHEEL_CROSS := $(if $(filter $(ARCH),$(shell uname -m)),,$(ARCH)-linux-gnu-)
+WHEEL_CC    := $(WHEEL_CROSS)gcc
+WHEEL_CXX   := $(WHEEL_CROSS)g++
+WHEEL_PIN   := -include $(abspath wheel/glibc_floor.h)
+WHEEL_FLAGS := -O2 -Wall -Wextra -Werror $(WHEEL_PIN)
+WHEEL_LIBS  := -Wl,--no-as-needed -l:libpthread.so.0 -l:libdl.so.2
+# Go's net calls res_search; the command starts through libc_start.a.
+WHEEL_GO_LIBS := $(WHEEL_LIBS) -l:libresolv.so.2 -Wl,--wrap=__libc_start_main $(abspath $(WHEEL_DIR))/libc_start.a
+WHEEL_PARTS := $(WHEEL_BUILD)/libconvcache.so.$(VERSION) $(WHEEL_BUILD)/libconvcache_preload.so \
+               $(WHEEL_BUILD)/libconvcache_engine.so.1 $(WHEEL_BUILD)/convcache
+# The stand-ins and the program tests/wheel/run.sh runs under convcache run.
+WHEEL_TEST_PARTS := $(WHEEL_BUILD)/tests/preload/preload_prog
+
+# make's own rules, in a build directory of the wheel's, with its compiler
+# and flags (CC and CGO_* reach go build through the environment).
+WHEEL_MAKE = env GOARCH=$(WHEEL_GOARCH) CGO_ENABLED=1 CGO_CFLAGS="-O2 $(WHEEL_PIN)" \
+  CGO_LDFLAGS="$(WHEEL_GO_LIBS)" GOFLAGS=-buildmode=pie \
+  $(MAKE) --no-print-directory BUILD=$(WHEEL_BUILD) CC=$(WHEEL_CC) CXX=$(WHEEL_CXX) \
+  CFLAGS="$(WHEEL_FLAGS)" LDFLAGS="$(WHEEL_LIBS)"
+
+CLEAN_FILES += $(DIST)
+.PHONY: wheel wheel-parts wheel-test
+
+wheel-parts:
+	@test -n "$(WHEEL_GOARCH)" || { echo "wheel: ARCH=$(ARCH): give x86_64 or aarch64" >&2; exit 2; }
+	@command -v $(WHEEL_CC) >/dev/null || { echo "wheel: no $(WHEEL_CC): apt-get install gcc-$(ARCH)-linux-gnu" >&2; exit 1; }
+	@mkdir -p $(WHEEL_DIR)
+	$(WHEEL_CC) $(WHEEL_FLAGS) -c -o $(WHEEL_DIR)/libc_start.o wheel/libc_start.c
+	@rm -f $(WHEEL_DIR)/libc_start.a && ar rcs $(WHEEL_DIR)/libc_start.a $(WHEEL_DIR)/libc_start.o
+	$(WHEEL_MAKE) $(WHEEL_PARTS) $(WHEEL_BUILD)/include/.stamp
+
+wheel: wheel-parts
+	python3 wheel/build_wheel.py --build $(WHEEL_BUILD) --stage $(WHEEL_DIR)/stage --out $(DIST) \
+	  --version $(VERSION) --plat $(WHEEL_PLAT) --floor $(WHEEL_FLOOR) \
+	  --strip $(WHEEL_CROSS)strip --readelf readelf
