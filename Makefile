@@ -109,6 +109,9 @@ install: all $(INSTALL_TARGETS)
 	ln -sf $(notdir $(LIB_REAL)) $(DESTDIR)$(LIBDIR)/libconvcache.so.$(VERSION_MAJOR)
 	ln -sf libconvcache.so.$(VERSION_MAJOR) $(DESTDIR)$(LIBDIR)/libconvcache.so
 	install -m 0644 $(HEADERS) $(DESTDIR)$(INCDIR)/
+	@# Where convcache_dynamic.h's loader finds this installation's library.
+	@mkdir -p $(BUILD) && sh mk/install-header.sh $(LIBDIR) cmake/convcache_install.h.in > $(BUILD)/convcache_install.h
+	install -m 0644 $(BUILD)/convcache_install.h $(DESTDIR)$(INCDIR)/
 	rpath=$$(sh mk/ldconfig.sh pc-rpath $(LIBDIR)); \
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCDIR@|$(INCDIR)|g' \
 	    -e 's|@VERSION@|$(VERSION)|g' -e "s|@RPATH@|$$rpath|g" convcache.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/convcache.pc

@@ -67,3 +67,25 @@ wheel: wheel-parts
 	python3 wheel/build_wheel.py --build $(WHEEL_BUILD) --stage $(WHEEL_DIR)/stage --out $(DIST) \
 	  --version $(VERSION) --plat $(WHEEL_PLAT) --floor $(WHEEL_FLOOR) \
 	  --strip $(WHEEL_CROSS)strip --readelf readelf
+
+# auditwheel, in a venv of its own under build/: installed from the kept
+# wheels (mk/nvidia.mk's pip_install: fetched once from PyPI, then offline).
+AUDITWHEEL_VERSION := 6.8.2
+AUDITWHEEL_VENV    := $(BUILD)/auditwheel/venv
+AUDITWHEEL_STAMP   := $(AUDITWHEEL_VENV)/.stamp-$(AUDITWHEEL_VERSION)
+
+$(AUDITWHEEL_STAMP):
+	@rm -rf $(AUDITWHEEL_VENV) && mkdir -p $(dir $(AUDITWHEEL_VENV))
+	python3 -m venv $(AUDITWHEEL_VENV)
+	@$(call pip_install,PIP_ROOT_USER_ACTION=ignore $(AUDITWHEEL_VENV)/bin/pip install --quiet --disable-pip-version-check,auditwheel==$(AUDITWHEEL_VERSION),)
+	@touch $@
+
+# The test builds its own wheel, under build/ (dist/ is left alone).
+WHEEL_TEST_DIST := $(WHEEL_DIR)/dist
+TEST_TARGETS += wheel-test
+
+wheel-test: $(AUDITWHEEL_STAMP) $(STANDINS) $(STANDIN_DIR)/preload_prog
+	@$(MAKE) --no-print-directory wheel DIST=$(WHEEL_TEST_DIST) > $(WHEEL_DIR).log 2>&1 || { cat $(WHEEL_DIR).log; exit 1; }
+	@grep '^check_elf: [0-9]' $(WHEEL_DIR).log
+	$(CXX_CLEAN_ENV) sh tests/wheel/run.sh $(WHEEL_TEST_DIST)/$(WHEEL_NAME) $(VERSION) $(BUILD) $(WHEEL_DIR) \
+	  $(AUDITWHEEL_VENV)/bin/auditwheel

@@ -1,0 +1,151 @@
+#!/bin/sh
+# Installs the wheel in a fresh venv, with no network (a network namespace
+# of its own where unshare allows it, and pip --no-index), no Go and no
+# compiler on PATH, then uses it as its users would:
+#   1. convcache --version, python -m convcache --version and import convcache
+#      agree with the header's version;
+#   2. convcache run finds the interposer inside the installed package (an
+#      absolute path), and a stand-in cuDNN program run twice under it
+#      benchmarks 18 times, then 0 (the stand-ins come from the build tree);
+#   3. a C and a C++ program built with CMake through convcache config
+#      --cmakedir (convcache::convcache and convcache::dynamic, the latter
+#      run without CONVCACHE_LIBRARY), with pkg-config through convcache
+#      config --pkgconfigdir, and with convcache config --cflags --libs,
+#      each opening a cache, inserting and finding;
+#   4. auditwheel show confirms the wheel's platform tag;
+#   5. the start-up the command is linked with (wheel/libc_start.c) runs a
+#      program's constructors once on this machine's glibc.
+#
+# Usage: run.sh WHEEL VERSION BUILD WHEEL_DIR AUDITWHEEL
+#   BUILD      make's build tree (the stand-ins, tests/preload)
+#   WHEEL_DIR  the wheel's build directory (libc_start.a)
+#   AUDITWHEEL the auditwheel command
+set -eu
+wheel=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+version=$2
+build=$(cd "$3" && pwd)
+wheel_dir=$(cd "$4" && pwd)
+auditwheel=$5
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/../.." && pwd)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/convcache-wheel.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+fail() {
+    echo "wheel-test: FAIL: $*" >&2
+    exit 1
+}
+ok() { echo "ok   $*"; }
+
+# Without network where this user may make a network namespace.
+offline=""
+if unshare --net true 2>/dev/null; then offline="unshare --net --"; fi
+# A clean environment: no Go, no compiler, no convcache settings.
+clean="env -i HOME=$tmp/home PATH=$tmp/venv/bin:/usr/bin:/bin CC=false CXX=false LANG=C.UTF-8"
+mkdir -p "$tmp/home"
+
+echo "-- pip install $(basename "$wheel") into a fresh venv${offline:+, no network (unshare --net)}"
+python3 -m venv "$tmp/venv"
+# shellcheck disable=SC2086 # the command prefixes are words
+if ! $offline $clean PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore \
+    "$tmp/venv/bin/python" -m pip install --quiet --no-index --no-cache-dir "$wheel" >"$tmp/pip.log" 2>&1; then
+    cat "$tmp/pip.log" >&2
+    fail "pip install"
+fi
+# shellcheck disable=SC2086
+if $clean sh -c 'command -v go' >/dev/null; then fail "go is on the clean PATH"; fi
+py="$tmp/venv/bin/python"
+pkg=$($clean "$py" -c 'import convcache; print(convcache.prefix())')
+case $pkg in "$tmp/venv/"*/site-packages/convcache) ;; *) fail "the package is at $pkg" ;; esac
+ok "installed into $pkg"
+
+echo "-- 1. the version"
+# shellcheck disable=SC2086
+line=$($clean convcache --version)
+case $line in "convcache $version ("*) ok "convcache --version: $line" ;; *) fail "convcache --version: $line" ;; esac
+[ "$(command -v convcache || true)" != "$tmp/venv/bin/convcache" ] || fail "convcache found outside the clean PATH"
+# shellcheck disable=SC2086
+[ "$($clean "$py" -m convcache --version)" = "$line" ] || fail "python -m convcache --version differs"
+# shellcheck disable=SC2086
+got=$($clean "$py" -c 'import os, convcache as c
+paths = [c.executable(), c.library_path(), c.preload_path(), c.engine_library_path(),
+         os.path.join(c.include_dir(), "convcache.h"), os.path.join(c.cmake_dir(), "convcacheConfig.cmake"),
+         os.path.join(c.pkgconfig_dir(), "convcache.pc")]
+missing = [p for p in paths if not os.path.isfile(p)]
+print(c.__version__, "missing: " + " ".join(missing) if missing else "all present")')
+[ "$got" = "$version all present" ] || fail "import convcache: $got"
+ok "import convcache: __version__ $version, every path it names exists"
+
+echo "-- 2. convcache run, twice, against the stand-in cuDNN"
+# shellcheck disable=SC2016,SC2086 # $LD_PRELOAD is the child's
+pre=$($clean convcache run -- sh -c 'printf %s "$LD_PRELOAD"')
+[ "$pre" = "$pkg/lib/libconvcache_preload.so" ] || fail "convcache run preloads '$pre', want $pkg/lib/libconvcache_preload.so"
+ok "convcache run preloads $pre"
+for run in 1 2; do
+    # shellcheck disable=SC2086
+    $clean CONVCACHE_PATH="$tmp/run.ccdb" timeout 120 convcache run -- \
+        "$build/tests/preload/preload_prog" run "$tmp/r$run.txt" >"$tmp/o" 2>&1 || { cat "$tmp/o" >&2; fail "run $run"; }
+    finds=$(sed -n 's/^finds //p' "$tmp/o")
+    want=18
+    [ $run = 1 ] || want=0
+    [ "$finds" = $want ] || { cat "$tmp/o" >&2; fail "run $run: $finds find calls reached cuDNN, want $want"; }
+    ok "run $run: $finds find calls reached cuDNN"
+done
+cmp -s "$tmp/r1.txt" "$tmp/r2.txt" || fail "run 2's results differ from run 1's"
+
+echo "-- 3. C and C++ programs against the installed package"
+export CONVCACHE_PATH="$tmp/consumer.ccdb"
+unset CONVCACHE_LIBRARY CONVCACHE_DISABLE CONVCACHE_MODE CONVCACHE_SCOPE 2>/dev/null || true
+# shellcheck disable=SC2086
+cmakedir=$($clean convcache config --cmakedir)
+[ "$cmakedir" = "$pkg/lib/cmake/convcache" ] || fail "convcache config --cmakedir: $cmakedir"
+uses_wheel() { # BINARY: resolves libconvcache.so.1 inside the package
+    ldd "$1" | grep -q "libconvcache.so.1 => $pkg/lib/libconvcache.so.1" || { ldd "$1" >&2; fail "$1 does not use $pkg/lib"; }
+}
+cmake -S "$src/tests/cpp/consumer" -B "$tmp/cmake" -Dconvcache_DIR="$cmakedir" -DCMAKE_BUILD_TYPE=Release \
+    >"$tmp/cmake.log" 2>&1 && cmake --build "$tmp/cmake" >>"$tmp/cmake.log" 2>&1 || { cat "$tmp/cmake.log" >&2; fail "cmake"; }
+uses_wheel "$tmp/cmake/consumer_c"
+uses_wheel "$tmp/cmake/consumer_cxx"
+"$tmp/cmake/consumer_c"
+"$tmp/cmake/consumer_cxx"
+env -u CONVCACHE_LIBRARY -u LD_LIBRARY_PATH LD_DEBUG=files "$tmp/cmake/consumer_dynamic" >"$tmp/o" 2>"$tmp/e" ||
+    { cat "$tmp/o" "$tmp/e" >&2; fail "consumer_dynamic"; }
+grep -q "file=$pkg/lib/libconvcache.so.1 .*dynamically loaded" "$tmp/e" ||
+    { cat "$tmp/o" "$tmp/e" >&2; fail "consumer_dynamic did not load $pkg/lib/libconvcache.so.1"; }
+cat "$tmp/o"
+ok "CMake (-Dconvcache_DIR=\$(convcache config --cmakedir)): convcache::convcache (C, C++), convcache::dynamic"
+# shellcheck disable=SC2086
+pcdir=$($clean convcache config --pkgconfigdir)
+flags=$(PKG_CONFIG_PATH=$pcdir pkg-config --cflags --libs convcache)
+# shellcheck disable=SC2086 # the flags are words
+${CC:-cc} -O2 -Wall -Wextra -Werror -o "$tmp/pc_c" "$src/tests/cpp/consumer/consumer.c" $flags
+# shellcheck disable=SC2086
+${CXX:-c++} -std=c++17 -O2 -Wall -Wextra -Werror -o "$tmp/pc_cxx" "$src/tests/cpp/consumer/consumer.cpp" $flags
+uses_wheel "$tmp/pc_c"
+uses_wheel "$tmp/pc_cxx"
+"$tmp/pc_c"
+"$tmp/pc_cxx"
+ok "pkg-config (PKG_CONFIG_PATH=\$(convcache config --pkgconfigdir)): $flags"
+# shellcheck disable=SC2086
+flags=$($clean convcache config --cflags --libs)
+# shellcheck disable=SC2086
+${CC:-cc} -O2 -Wall -Wextra -Werror -o "$tmp/cfg_c" "$src/tests/cpp/consumer/consumer.c" $flags
+uses_wheel "$tmp/cfg_c"
+"$tmp/cfg_c"
+ok "convcache config --cflags --libs: $flags"
+
+echo "-- 4. auditwheel show"
+"$auditwheel" show "$wheel" >"$tmp/aw" 2>&1 || { cat "$tmp/aw" >&2; fail "auditwheel show"; }
+tag=$(tr '\n' ' ' <"$tmp/aw" | sed -n 's/.*is consistent with the following platform tag: *"\([^"]*\)".*/\1/p')
+case $(basename "$wheel") in *"-py3-none-"*"$tag"*".whl") ;; *) cat "$tmp/aw" >&2; fail "auditwheel says $tag" ;; esac
+ok "auditwheel show: consistent with $tag, the wheel's tag"
+sed 's/^/     /' "$tmp/aw"
+
+echo "-- 5. the command's start-up runs constructors once"
+${CC:-cc} -O2 -Wall -Wextra -Werror -include "$src/wheel/glibc_floor.h" -o "$tmp/ctor" "$here/ctor.c" \
+    -Wl,--wrap=__libc_start_main "$wheel_dir/libc_start.a"
+readelf -W --dyn-syms "$tmp/ctor" | grep -q '__libc_start_main@GLIBC_2\.\(2\.5\|17\) ' || fail "ctor binds another __libc_start_main"
+"$tmp/ctor" one two
+echo "wheel-test: ok"
