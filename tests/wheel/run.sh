@@ -101,8 +101,10 @@ unset CONVCACHE_LIBRARY CONVCACHE_DISABLE CONVCACHE_MODE CONVCACHE_SCOPE 2>/dev/
 # shellcheck disable=SC2086
 cmakedir=$($clean convcache config --cmakedir)
 [ "$cmakedir" = "$pkg/lib/cmake/convcache" ] || fail "convcache config --cmakedir: $cmakedir"
-uses_wheel() { # BINARY: resolves libconvcache.so.1 inside the package
-    ldd "$1" | grep -q "libconvcache.so.1 => $pkg/lib/libconvcache.so.1" || { ldd "$1" >&2; fail "$1 does not use $pkg/lib"; }
+uses_wheel() { # BINARY: resolves libconvcache.so.1 inside the package (the
+    # pkg-config file's paths go through ${pcfiledir}/../..)
+    got=$(ldd "$1" | sed -n 's/^[[:space:]]*libconvcache\.so\.1 => \(.*\) (0x[0-9a-f]*)$/\1/p')
+    [ -n "$got" ] && [ "$(realpath "$got")" = "$pkg/lib/libconvcache.so.1" ] || { ldd "$1" >&2; fail "$1 does not use $pkg/lib"; }
 }
 cmake -S "$src/tests/cpp/consumer" -B "$tmp/cmake" -Dconvcache_DIR="$cmakedir" -DCMAKE_BUILD_TYPE=Release \
     >"$tmp/cmake.log" 2>&1 && cmake --build "$tmp/cmake" >>"$tmp/cmake.log" 2>&1 || { cat "$tmp/cmake.log" >&2; fail "cmake"; }
