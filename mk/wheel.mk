@@ -23,16 +23,18 @@
 # when any binary needs a newer glibc (wheel/check_elf.py); the test asks
 # auditwheel for its verdict too.
 
-ARCH        ?= $(shell uname -m)
+# ARCH from the command line only: an ARCH in the environment is often the
+# kernel's name (x86, arm64).
+WHEEL_ARCH  := $(if $(filter command line,$(origin ARCH)),$(ARCH),$(shell uname -m))
 DIST        ?= dist
 WHEEL_FLOOR := 2.17
-WHEEL_PLAT  := manylinux2014_$(ARCH).manylinux_$(subst .,_,$(WHEEL_FLOOR))_$(ARCH)
+WHEEL_PLAT  := manylinux2014_$(WHEEL_ARCH).manylinux_$(subst .,_,$(WHEEL_FLOOR))_$(WHEEL_ARCH)
 WHEEL_NAME  := convcache-$(VERSION)-py3-none-$(WHEEL_PLAT).whl
-WHEEL_DIR   := $(BUILD)/wheel/$(ARCH)
+WHEEL_DIR   := $(BUILD)/wheel/$(WHEEL_ARCH)
 WHEEL_BUILD := $(WHEEL_DIR)/build
-WHEEL_GOARCH := $(if $(filter x86_64,$(ARCH)),amd64,$(if $(filter aarch64,$(ARCH)),arm64))
+WHEEL_GOARCH := $(if $(filter x86_64,$(WHEEL_ARCH)),amd64,$(if $(filter aarch64,$(WHEEL_ARCH)),arm64))
 # Cross tools where ARCH is not this machine's.
-WHEEL_CROSS := $(if $(filter $(ARCH),$(shell uname -m)),,$(ARCH)-linux-gnu-)
+WHEEL_CROSS := $(if $(filter $(WHEEL_ARCH),$(shell uname -m)),,$(WHEEL_ARCH)-linux-gnu-)
 WHEEL_CC    := $(WHEEL_CROSS)gcc
 WHEEL_CXX   := $(WHEEL_CROSS)g++
 WHEEL_PIN   := -include $(abspath wheel/glibc_floor.h)
@@ -42,8 +44,6 @@ WHEEL_LIBS  := -Wl,--no-as-needed -l:libpthread.so.0 -l:libdl.so.2
 WHEEL_GO_LIBS := $(WHEEL_LIBS) -l:libresolv.so.2 -Wl,--wrap=__libc_start_main $(abspath $(WHEEL_DIR))/libc_start.a
 WHEEL_PARTS := $(WHEEL_BUILD)/libconvcache.so.$(VERSION) $(WHEEL_BUILD)/libconvcache_preload.so \
                $(WHEEL_BUILD)/libconvcache_engine.so.1 $(WHEEL_BUILD)/convcache
-# The stand-ins and the program tests/wheel/run.sh runs under convcache run.
-WHEEL_TEST_PARTS := $(WHEEL_BUILD)/tests/preload/preload_prog
 
 # make's own rules, in a build directory of the wheel's, with its compiler
 # and flags (CC and CGO_* reach go build through the environment).
@@ -56,8 +56,8 @@ CLEAN_FILES += $(DIST)
 .PHONY: wheel wheel-parts wheel-test
 
 wheel-parts:
-	@test -n "$(WHEEL_GOARCH)" || { echo "wheel: ARCH=$(ARCH): give x86_64 or aarch64" >&2; exit 2; }
-	@command -v $(WHEEL_CC) >/dev/null || { echo "wheel: no $(WHEEL_CC): apt-get install gcc-$(ARCH)-linux-gnu" >&2; exit 1; }
+	@test -n "$(WHEEL_GOARCH)" || { echo "wheel: ARCH=$(WHEEL_ARCH): give x86_64 or aarch64" >&2; exit 2; }
+	@command -v $(WHEEL_CC) >/dev/null || { echo "wheel: no $(WHEEL_CC): apt-get install gcc-$(WHEEL_ARCH)-linux-gnu" >&2; exit 1; }
 	@mkdir -p $(WHEEL_DIR)
 	$(WHEEL_CC) $(WHEEL_FLAGS) -c -o $(WHEEL_DIR)/libc_start.o wheel/libc_start.c
 	@rm -f $(WHEEL_DIR)/libc_start.a && ar rcs $(WHEEL_DIR)/libc_start.a $(WHEEL_DIR)/libc_start.o
@@ -84,8 +84,20 @@ $(AUDITWHEEL_STAMP):
 WHEEL_TEST_DIST := $(WHEEL_DIR)/dist
 TEST_TARGETS += wheel-test
 
-wheel-test: $(AUDITWHEEL_STAMP) $(STANDINS) $(STANDIN_DIR)/preload_prog
+wheel-test: $(AUDITWHEEL_STAMP) $(if $(WHEEL_CROSS),,$(STANDINS) $(STANDIN_DIR)/preload_prog)
 	@$(MAKE) --no-print-directory wheel DIST=$(WHEEL_TEST_DIST) > $(WHEEL_DIR).log 2>&1 || { cat $(WHEEL_DIR).log; exit 1; }
 	@grep '^check_elf: [0-9]' $(WHEEL_DIR).log
-	$(CXX_CLEAN_ENV) sh tests/wheel/run.sh $(WHEEL_TEST_DIST)/$(WHEEL_NAME) $(VERSION) $(BUILD) $(WHEEL_DIR) \
-	  $(AUDITWHEEL_VENV)/bin/auditwheel
+	$(if $(WHEEL_CROSS),@command -v qemu-$(WHEEL_ARCH) >/dev/null || { echo "wheel-test: no qemu-$(WHEEL_ARCH): apt-get install qemu-user" >&2; exit 1; })
+	$(if $(WHEEL_CROSS),$(WHEEL_MAKE) $(WHEEL_BUILD)/tests/preload/preload_prog > $(WHEEL_DIR)-test.log 2>&1 || { cat $(WHEEL_DIR)-test.log; exit 1; })
+	$(CXX_CLEAN_ENV) $(WHEEL_TEST_ENV) sh tests/wheel/run.sh $(WHEEL_TEST_DIST)/$(WHEEL_NAME) $(VERSION) \
+	  $(WHEEL_TEST_BUILD) $(WHEEL_DIR) $(AUDITWHEEL_VENV)/bin/auditwheel
+
+# Under qemu-user for a wheel of another architecture: the stand-ins and
+# preload_prog built for it, in the wheel's build tree.
+ifneq ($(WHEEL_CROSS),)
+wheel-test: WHEEL_TEST_ENV = WHEEL_QEMU="qemu-$(WHEEL_ARCH) -L /usr/$(WHEEL_ARCH)-linux-gnu" \
+  WHEEL_PLATFORM=manylinux2014_$(WHEEL_ARCH) CC=$(WHEEL_CC) CXX=$(WHEEL_CXX)
+wheel-test: WHEEL_TEST_BUILD = $(WHEEL_BUILD)
+else
+wheel-test: WHEEL_TEST_BUILD = $(BUILD)
+endif
