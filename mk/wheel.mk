@@ -64,7 +64,7 @@ wheel-parts:
 	$(WHEEL_MAKE) $(WHEEL_PARTS) $(WHEEL_BUILD)/include/.stamp
 
 wheel: wheel-parts
-	python3 wheel/build_wheel.py --build $(WHEEL_BUILD) --stage $(WHEEL_DIR)/stage --out $(DIST) \
+	python3 -B wheel/build_wheel.py --build $(WHEEL_BUILD) --stage $(WHEEL_DIR)/stage --out $(DIST) \
 	  --version $(VERSION) --plat $(WHEEL_PLAT) --floor $(WHEEL_FLOOR) \
 	  --strip $(WHEEL_CROSS)strip --readelf readelf
 

@@ -14,7 +14,9 @@
 #      each opening a cache, inserting and finding;
 #   4. auditwheel show confirms the wheel's platform tag;
 #   5. the start-up the command is linked with (wheel/libc_start.c) runs a
-#      program's constructors once on this machine's glibc.
+#      program's constructors once on this machine's glibc;
+#   6. wheel/check_elf.py, which the build runs, refuses make's own library
+#      (built against this machine's glibc), naming the symbols.
 #
 # Usage: run.sh WHEEL VERSION BUILD WHEEL_DIR AUDITWHEEL
 #   BUILD      a build tree of the wheel's architecture with the stand-ins
@@ -198,4 +200,15 @@ ${CC:-cc} -O2 -Wall -Wextra -Werror -include "$src/wheel/glibc_floor.h" -o "$tmp
     -Wl,--wrap=__libc_start_main "$wheel_dir/libc_start.a"
 readelf -W --dyn-syms "$tmp/ctor" | grep -q '__libc_start_main@GLIBC_2\.\(2\.5\|17\) ' || fail "ctor binds another __libc_start_main"
 target "$tmp/ctor" one two
+if [ -z "$qemu" ]; then
+    echo "-- 6. the floor check refuses make's own build (Debian's glibc)"
+    mkdir "$tmp/native"
+    cp "$build/libconvcache.so.1" "$tmp/native/"
+    if python3 -B "$src/wheel/check_elf.py" --floor 2.17 "$tmp/native" >"$tmp/o" 2>&1; then
+        cat "$tmp/o" >&2
+        fail "check_elf passed a library built against this machine's glibc"
+    fi
+    grep -q "needs glibc 2\.[0-9]* > 2.17: .*pthread_create@GLIBC_2\.34" "$tmp/o" || { cat "$tmp/o" >&2; fail "check_elf's reason"; }
+    ok "$(grep 'needs glibc' "$tmp/o" | cut -c1-150)..."
+fi
 echo "wheel-test: ok"
