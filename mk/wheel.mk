@@ -46,7 +46,10 @@ WHEEL_PARTS := $(WHEEL_BUILD)/libconvcache.so.$(VERSION) $(WHEEL_BUILD)/libconvc
                $(WHEEL_BUILD)/libconvcache_engine.so.1 $(WHEEL_BUILD)/convcache
 
 # make's own rules, in a build directory of the wheel's, with its compiler
-# and flags (CC and CGO_* reach go build through the environment).
+# and flags (CC and CGO_* reach go build through the environment). The
+# command is built -buildmode=pie: with these link flags Go's default
+# (non-PIE) link comes out as a PIE with text relocations, which
+# wheel/check_elf.py refuses.
 WHEEL_MAKE = env GOARCH=$(WHEEL_GOARCH) CGO_ENABLED=1 CGO_CFLAGS="-O2 $(WHEEL_PIN)" \
   CGO_LDFLAGS="$(WHEEL_GO_LIBS)" GOFLAGS=-buildmode=pie \
   $(MAKE) --no-print-directory BUILD=$(WHEEL_BUILD) CC=$(WHEEL_CC) CXX=$(WHEEL_CXX) \

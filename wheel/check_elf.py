@@ -8,7 +8,8 @@ readelf, the versions it needs (.gnu.version_r) and the libraries it
 needs (DT_NEEDED). It fails, naming the file and the symbols, when a
 glibc version above FLOOR is needed, when a version of anything but glibc
 is needed (libgcc_s, libstdc++), or when a library outside glibc's own is
-needed: what the manylinux policy of that glibc allows a wheel to assume.
+needed: what the manylinux policy of that glibc allows a wheel to assume;
+and when it has text relocations (a non-PIC object in a shared object).
 It prints one line per file: the highest glibc version and the libraries.
 auditwheel makes the same check from the outside (tests/wheel/run.sh).
 """
@@ -47,7 +48,8 @@ def readelf(tool, *args):
 
 def check(path, floor, tool):
     """Returns (highest glibc version, needed libraries, problems)."""
-    needed = re.findall(r"\(NEEDED\)\s+Shared library: \[(.*?)\]", readelf(tool, "-d", path))
+    dynamic = readelf(tool, "-d", path)
+    needed = re.findall(r"\(NEEDED\)\s+Shared library: \[(.*?)\]", dynamic)
     versions = re.findall(r"Name: (\S+)\s+Flags", readelf(tool, "-V", path))
     problems = []
     glibc = [v[len("GLIBC_"):] for v in versions if re.fullmatch(r"GLIBC_[0-9.]+", v)]
@@ -61,6 +63,8 @@ def check(path, floor, tool):
         syms = sorted(set(re.findall(r"\sUND\s+(\S+)@(GLIBC_[0-9.]+)", readelf(tool, "--dyn-syms", path))))
         late = ["%s@%s" % s for s in syms if version_key(s[1][len("GLIBC_"):]) > version_key(floor)]
         problems.append("needs glibc %s > %s: %s (pin them in wheel/glibc_floor.h)" % (high, floor, ", ".join(late)))
+    if "(TEXTREL)" in dynamic:
+        problems.append("has text relocations (DT_TEXTREL): build it position-independent")
     foreign = [n for n in needed if n not in SYSTEM_LIBS]
     if foreign:
         problems.append("needs libraries outside glibc: " + ", ".join(foreign))
