@@ -10,15 +10,16 @@ $(BUILD)/tests/%: tests/%.c tests/check.h tests/tmpdir.h $(LIB) $(BUILD)/include
 	$(CC) $(CFLAGS) -o $@ $< $(LINK_CC)
 
 # test_secure runs a set-user-ID copy of itself and of test_secure_dyn (the
-# run-time loader, built with -std=c11 and no feature macros) with a
-# library another user controls named in the environment.
+# run-time loader, built with -std=c11 and no feature macros, and with the
+# build directory as its installation's library directory) with a library
+# another user controls named in the environment.
 $(BUILD)/tests/libccevil.so: tests/secure_evil.c
 	@mkdir -p $(BUILD)/tests
 	$(CC) $(CFLAGS) -shared -fPIC -o $@ $<
 
 $(BUILD)/tests/test_secure_dyn: tests/test_secure_dyn.c $(BUILD)/include/.stamp
 	@mkdir -p $(BUILD)/tests
-	$(CC) $(CFLAGS) -std=c11 -pedantic -I$(BUILD)/include -o $@ $< -Wl,-rpath,$(ABS_BUILD) -ldl -lpthread
+	$(CC) $(CFLAGS) -std=c11 -pedantic -I$(BUILD)/include -DCONVCACHE_INSTALL_LIBDIR='"$(ABS_BUILD)"' -o $@ $< -ldl -lpthread
 
 c-test: $(BUILD)/tests/libccevil.so $(BUILD)/tests/test_secure_dyn
 

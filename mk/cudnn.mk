@@ -22,7 +22,7 @@ INSTALL_TARGETS += install-preload
 PRELOAD_SRC := $(wildcard cudnn/preload/*.c)
 $(PRELOAD_LIB): $(PRELOAD_SRC) cudnn/preload/preload.h include/convcache.h
 	@mkdir -p $(BUILD)
-	$(CC) $(CFLAGS) -fPIC -shared -fvisibility=hidden -Iinclude -o $@ $(PRELOAD_SRC) -ldl -lpthread
+	$(CC) $(CFLAGS) -fPIC -shared -fvisibility=hidden -Iinclude -o $@ $(PRELOAD_SRC) $(LDFLAGS) -ldl -lpthread
 
 $(STANDIN_DIR)/libcuda.so.1: tests/preload/standin_cuda.c
 	@mkdir -p $(STANDIN_DIR)

@@ -36,7 +36,7 @@ $(ENGINE_A): $(ENGINE_OBJ)
 # Only convcache_engine_* is exported; no libcudnn in its NEEDED list.
 $(ENGINE_SO): $(ENGINE_OBJ) cudnn/engine/exports.map
 	$(CC) $(CFLAGS) -shared -Wl,-soname,libconvcache_engine.so.1 \
-	  -Wl,--version-script=cudnn/engine/exports.map -o $@ $(ENGINE_OBJ) -ldl -lpthread
+	  -Wl,--version-script=cudnn/engine/exports.map -o $@ $(ENGINE_OBJ) $(LDFLAGS) -ldl -lpthread
 	ln -sf libconvcache_engine.so.1 $(BUILD)/libconvcache_engine.so
 	@if readelf -d $@ | grep -q 'libcudnn'; then echo "$@ links cuDNN" >&2; rm -f $@; exit 1; fi
 

@@ -19,6 +19,7 @@
 //	                  [--verbose] [--torch-v7] [--] COMMAND [ARGS...]
 //	convcache doctor  [--python PY] [--preload PATH] [--path FILE] [--torch-v7]
 //	                  [--json] [-- COMMAND [ARGS...]]
+//	convcache config  [--prefix] [--cflags] [--libs] [--cmakedir] [--pkgconfigdir]
 //	convcache version [--json]       (or convcache --version)
 //	convcache completion bash|zsh|fish
 //	convcache help [COMMAND]         (or convcache COMMAND --help, -h)

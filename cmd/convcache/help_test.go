@@ -17,7 +17,7 @@ var subcommands = map[string]string{
 	"stats": "--json", "ls": "--scope S", "dump": "--json", "verify": "--strict",
 	"compact": "--lock-timeout D", "prune": "--older-than D", "merge": "-o, --output", "export": "-o, --output",
 	"import": "--cache", "scope": "--device N", "run": "--preload PATH", "doctor": "--python PY", "version": "--json",
-	"completion": "--help", "help": "--help",
+	"completion": "--help", "help": "--help", "config": "--cmakedir",
 }
 
 func TestNoArguments(t *testing.T) {

@@ -53,7 +53,7 @@ func newRoot(e *env) *cobra.Command {
 	root.AddCommand(
 		newStatsCmd(e), newLsCmd(e), newDumpCmd(e), newVerifyCmd(e), newCompactCmd(e),
 		newPruneCmd(e), newMergeCmd(e), newExportCmd(e), newImportCmd(e), newScopeCmd(e),
-		newRunCmd(e), newDoctorCmd(e), newVersionCmd(e), newCompletionCmd(e),
+		newRunCmd(e), newDoctorCmd(e), newConfigCmd(e), newVersionCmd(e), newCompletionCmd(e),
 	)
 	root.SetHelpCommand(newHelpCmd(e))
 	root.SetHelpFunc(func(c *cobra.Command, _ []string) { printHelp(c.OutOrStdout(), c) })
