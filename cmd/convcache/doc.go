@@ -137,7 +137,13 @@
 // libconvcache_preload.so beside this command (build/), in ../lib, ../lib64
 // and ../lib/<multiarch> of its directory (PREFIX/bin and PREFIX/lib), and
 // beside $CONVCACHE_LIBRARY when it names a path; libconvcache.so.1 must be
-// beside it, where the interposer loads it from.
+// beside it, where the interposer loads it from. LD_PRELOAD gets its
+// absolute, clean path (a relative $CONVCACHE_LIBRARY is taken from the
+// current directory; where that cannot be done, run exits 125), so a
+// command that changes directory loads the same file. LD_PRELOAD is read
+// as glibc's loader reads it: names separated by spaces and colons only,
+// so a tab or a newline is part of a name; the interposer is added unless
+// one of those names is exactly its path.
 //
 // version (and --version) prints the library version the command was built
 // from (CONVCACHE_VERSION_STRING in include/convcache.h, copied into
