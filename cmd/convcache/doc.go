@@ -155,7 +155,13 @@
 // libconvcache_preload.so beside this command (build/), in ../lib, ../lib64
 // and ../lib/<multiarch> of its directory (PREFIX/bin and PREFIX/lib), and
 // beside $CONVCACHE_LIBRARY when it names a path; libconvcache.so.1 must be
-// beside it, where the interposer loads it from.
+// beside it, where the interposer loads it from. LD_PRELOAD gets its
+// absolute, clean path (a relative $CONVCACHE_LIBRARY is taken from the
+// current directory; where that cannot be done, run exits 125), so a
+// command that changes directory loads the same file. LD_PRELOAD is read
+// as glibc's loader reads it: names separated by spaces and colons only,
+// so a tab or a newline is part of a name; the interposer is added unless
+// one of those names is exactly its path.
 //
 // doctor says what convcache run would do for a program, and what stands
 // in the way, as findings (ok, note, warning, problem), each with one line
