@@ -160,7 +160,8 @@ func (c *Cache) keepDamaged(pieces []vfs.Piece) error {
 	for _, p := range pieces {
 		n += int64(len(p.Bytes))
 	}
-	c.warnf("%s: compaction: %s", c.path, vfs.DamagedNote(n, name))
+	c.warnf("%s: compaction dropped %d bytes of damaged records; they are kept in %s for inspection (the newest %d such files are kept)",
+		c.path, n, name, vfs.KeepDamaged)
 	return nil
 }
 

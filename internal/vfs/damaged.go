@@ -3,7 +3,6 @@ package vfs
 import (
 	"cmp"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"slices"
@@ -123,10 +122,4 @@ func globEscape(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
-}
-
-// DamagedNote says where a rewrite kept the damaged bytes it dropped: for
-// messages.
-func DamagedNote(bytes int64, name string) string {
-	return fmt.Sprintf("%d bytes of damaged records were dropped; they are kept in %s for inspection (the newest %d such files are kept)", bytes, name, KeepDamaged)
 }
