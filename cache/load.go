@@ -156,10 +156,14 @@ func (c *Cache) build(buf []byte, final bool, budget *format.Budget) (ix *index,
 	var frames []format.Frame
 	var hint int64
 	// The snapshot ends where its index says, if it has one: damage before
-	// that is never a tail (format.ScanFile).
+	// that is never a tail, nor left for later (format.ScanFile). Without
+	// an index, its end is the run of snapshot and pad frames.
 	indexEnd, indexed := format.IndexedEnd(buf)
+	if !indexed {
+		indexEnd = format.HeaderSize
+	}
 	lay.snapEnd = format.HeaderSize
-	lay.end = format.HeaderSize + format.ScanFile(buf[format.HeaderSize:], format.HeaderSize, max(indexEnd, format.HeaderSize), final, func(f format.Frame) {
+	lay.end = format.HeaderSize + format.ScanFile(buf[format.HeaderSize:], format.HeaderSize, indexEnd, final, func(f format.Frame) {
 		head, isSnap := format.DecodeSnapshotHead(f.Payload)
 		isSnap = isSnap && f.Type == format.TypeSnapshot
 		entries := format.ChunkEntries(head.Count, len(f.Payload))
