@@ -36,8 +36,8 @@ finds damage.
 Damage is anything that fails its check: a bit flipped anywhere in the
 snapshot (which compaction writes whole and syncs, so nothing in it can be
 cut short), a complete record that fails its checksum (the last one
-included), a record followed by valid ones. Its entries are lost, and it
-stays in the file until a rewrite.
+included), bad bytes followed by valid records, a damaged header. The
+entries it held are lost; it stays in the file until a rewrite.
 
 A torn tail is not damage but a warning: at the end of the file, after the
 snapshot, the start of one journal record with fewer bytes than it claims.
