@@ -40,11 +40,13 @@ NVIDIA_REAL_CFLAGS := -DCONVCACHE_REAL_CUDNN -I$(NVIDIA_CUDNN_INC) -I$(NVIDIA_CU
 # include beyond cuDNN's and the CUDA runtime's: cuda_fp16.h includes
 # <nv/target> (cccl); the frontend's runtime-compiled engines include
 # <nvrtc.h>. CUDNN_FRONTEND_SKIP_JSON_LIB leaves nlohmann's JSON out.
+# -isystem: the frontend's headers do not build with -Wall -Wextra -Werror
+# (unused static functions), our code including them must.
 NVIDIA_FE_PKGS  := nvidia-cudnn-frontend==1.32.0 nvidia-cuda-cccl==13.0.85 nvidia-cuda-nvrtc==13.0.88
 NVIDIA_FE_SITE  := $(NVIDIA_DIR)/fe-site
 NVIDIA_FE_STAMP := $(NVIDIA_FE_SITE)/.stamp-$(shell echo '$(NVIDIA_FE_PKGS)' | cksum | cut -d' ' -f1)
-NVIDIA_FE_CFLAGS := -DCUDNN_FRONTEND_SKIP_JSON_LIB -I$(NVIDIA_FE_SITE)/include \
-                    -I$(NVIDIA_FE_SITE)/nvidia/cu13/include
+NVIDIA_FE_CFLAGS := -DCUDNN_FRONTEND_SKIP_JSON_LIB -isystem $(NVIDIA_FE_SITE)/include \
+                    -isystem $(NVIDIA_FE_SITE)/nvidia/cu13/include
 
 TORCH_VERSION  ?= 2.15.0
 TORCH_VENV     := $(BUILD)/torch/venv
