@@ -20,18 +20,19 @@ V8FE_FLAGS      = $(NVIDIA_REAL_CFLAGS) $(NVIDIA_FE_CFLAGS)
 V8FE_LINK      := -L$(STANDIN_DIR) -l:libcudnn.so.9 -l:libcudart.so.13 -l:libcuda.so.1 \
                   -Wl,-rpath,$(ABS_BUILD)/tests/preload -ldl -lpthread
 
-# TEST_TARGETS += v8fe-test (with tests/v8fe/run.sh)
+TEST_TARGETS   += v8fe-test
 
 $(STANDIN_CUDART): tests/preload/standin_cudart.c $(STANDIN_DIR)/libcuda.so.1
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -fPIC -shared -Wl,-soname,libcudart.so.13 -o $@ $< \
 	  -L$(STANDIN_DIR) -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
 
-# torch_conv.cpp alone includes cudnn_frontend.h (about a minute to compile).
+# torch_conv.cpp alone includes cudnn_frontend.h (about a minute to
+# compile), and the example's plan_from_choice (--rebuild).
 $(V8FE_DIR)/torch_conv.o: tests/v8fe/torch_conv.cpp tests/v8fe/torch_conv.hpp tests/v8fe/conv_shapes.hpp \
-  $(NVIDIA_FE_STAMP) $(NVIDIA_STAMP)
+  examples/pytorch/conv_v8_frontend.hpp include/convcache_engine.h $(NVIDIA_FE_STAMP) $(NVIDIA_STAMP)
 	@mkdir -p $(@D)
-	$(CXX) $(CXXFLAGS) $(V8FE_FLAGS) -c -o $@ $<
+	$(CXX) $(CXXFLAGS) $(V8FE_FLAGS) -Iinclude -Iexamples/pytorch -c -o $@ $<
 
 $(V8FE_DIR)/torch_like.o: tests/v8fe/torch_like.cpp tests/v8fe/torch_conv.hpp tests/v8fe/conv_shapes.hpp \
   $(NVIDIA_STAMP)
@@ -44,8 +45,9 @@ $(V8FE_PROG): $(V8FE_DIR)/torch_like.o $(V8FE_DIR)/torch_conv.o $(STANDINS) $(ST
 # examples/pytorch/conv_v8.cpp's plan_from_choice on cudnn_frontend: the
 # lines its patch adds to Conv_v8.cpp, compiled (not run) against the real
 # headers.
-$(V8FE_DIR)/conv_v8_frontend.o: examples/pytorch/conv_v8.cpp include/convcache_v8.hpp bench/gpu/conv_graph.h \
-  examples/pytorch/convolution_params.hpp $(NVIDIA_FE_STAMP) $(NVIDIA_STAMP) $(BUILD)/include/.stamp
+$(V8FE_DIR)/conv_v8_frontend.o: examples/pytorch/conv_v8.cpp examples/pytorch/conv_v8_frontend.hpp \
+  include/convcache_v8.hpp bench/gpu/conv_graph.h examples/pytorch/convolution_params.hpp \
+  $(NVIDIA_FE_STAMP) $(NVIDIA_STAMP) $(BUILD)/include/.stamp
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) $(V8FE_FLAGS) -DCONVCACHE_EXAMPLE_FRONTEND $(V8_INC) -Iexamples/pytorch -c -o $@ $<
 

@@ -7,6 +7,8 @@
 #include <cudnn_frontend_get_plan.h>
 #include <cuda_runtime_api.h>
 
+#include "conv_v8_frontend.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -63,6 +65,11 @@ Tensors::Tensors(const Conv &cv) : x(nullptr), w(nullptr), y(nullptr), cv_(cv) {
             p[j] = static_cast<unsigned char>(h >> 56);
         }
     }
+}
+
+void Tensors::clear_output() {
+    const char o = cv_.output();
+    std::memset(o == 'x' ? x : o == 'w' ? w : y, kSentinel, bytes(o));
 }
 
 Tensors::~Tensors() {
@@ -225,6 +232,35 @@ std::string tag_of(const cudnn_frontend::ExecutionPlan &plan) {
     return tag;
 }
 
+// choice_of reads a tag ("eng5_k14:4") back into an engine choice.
+convcache_engine_choice choice_of(const std::string &tag) {
+    convcache_engine_choice c;
+    std::memset(&c, 0, sizeof c);
+    const char *s = tag.c_str();
+    char *end = nullptr;
+    if (std::strncmp(s, "eng", 3) != 0) throw std::runtime_error("not a plan tag: " + tag);
+    c.engine = std::strtoll(s + 3, &end, 10);
+    while (*end == '_' && end[1] == 'k' && c.knob_count < CONVCACHE_ENGINE_MAX_KNOBS) {
+        convcache_engine_knob &k = c.knobs[c.knob_count++];
+        k.type = static_cast<int32_t>(std::strtol(end + 2, &end, 10));
+        if (*end != ':') throw std::runtime_error("not a plan tag: " + tag);
+        k.value = std::strtoll(end + 1, &end, 10);
+    }
+    if (*end) throw std::runtime_error("not a plan tag: " + tag);
+    return c;
+}
+
+// rebuild: the patch route's plan_from_choice gives the chosen plan again:
+// the same engine and knobs, the same output.
+void rebuild(cudnnHandle_t handle, cudnn_frontend::OperationGraph &graph, Tensors &t, const Outcome &chosen) {
+    auto plan = convcache_example::plan_from_choice(handle, graph, choice_of(chosen.tag));
+    if (!plan) throw std::runtime_error("plan_from_choice could not rebuild " + chosen.tag);
+    if (tag_of(*plan) != chosen.tag) throw std::runtime_error("rebuilt " + tag_of(*plan) + ", not " + chosen.tag);
+    t.clear_output();
+    run_conv_plan(handle, *plan, t);
+    if (t.output_checksum() != chosen.checksum) throw std::runtime_error("the rebuilt " + chosen.tag + "'s output differs");
+}
+
 } // namespace
 
 ConvRunner::ConvRunner(const Options &o) : opt_(o) {
@@ -290,6 +326,7 @@ Outcome ConvRunner::run(const Conv &cv) {
         out.tag = tag_of(plan), out.workspace = plan.getWorkspaceSize();
         out.checksum = t.output_checksum();
         benchmark_cache.insert_or_assign(key, plan);
+        if (opt_.rebuild) rebuild(handle_, graph, t, out), out.rebuilt++;
         return out;
     }
     throw FindError("FIND was unable to find an engine to execute this computation");

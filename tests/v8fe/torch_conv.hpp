@@ -17,6 +17,9 @@
 //            plans whose warm-up succeeds);
 //         6. execute them in sorted order; the first that succeeds goes in
 //            the map. None: "FIND was unable to find an engine".
+//   --rebuild: then rebuild the chosen plan from its engine and knobs with
+//   the patch route's plan_from_choice (examples/pytorch/conv_v8_frontend.hpp)
+//   and check that it runs the same engine and knobs, with the same output.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +38,8 @@ struct Options {
     uint64_t limit = 10;          // torch.backends.cudnn.benchmark_limit (0: every plan)
     int64_t workspace_limit = -1; // the most the allocator can give, bytes (-1: no limit)
     std::vector<std::string> errata; // plan tags (or "engN") the predicate drops
+    bool rebuild = false;         // after a miss, rebuild the chosen plan from its engine
+                                  // and knobs (examples/pytorch/conv_v8_frontend.hpp)
 };
 
 // What one convolution call did. (This header leaves cudnn_frontend.h
@@ -47,6 +52,7 @@ struct Outcome {
     size_t built = 0;          // miss: plans cudnnGetPlan built
     size_t candidates = 0;     // miss: left after errata and the workspace limit
     size_t timed = 0;          // miss: plans time_sorted_plan returned
+    size_t rebuilt = 0;        // miss, --rebuild: plans rebuilt from the choice (1)
 };
 
 // What PyTorch throws when no plan executes.
@@ -65,6 +71,7 @@ public:
     void *x, *w, *y;
     size_t bytes(char which) const;
     uint64_t output_checksum() const; // throws if the output was not written
+    void clear_output();              // back to the sentinel
 
 private:
     const Conv &cv_;

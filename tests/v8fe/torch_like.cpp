@@ -7,7 +7,8 @@
 //
 // usage: torch_like [--shapes N] [--iterations N] [--threads N]
 //                   [--deterministic] [--no-tf32] [--limit N]
-//                   [--workspace-limit BYTES] [--errata TAG,...] [--report FILE]
+//                   [--workspace-limit BYTES] [--errata TAG,...] [--rebuild]
+//                   [--report FILE]
 //
 //   --shapes N           the first N of the built-in 12 (default: all)
 //   --iterations N       passes over the shapes (default 2): the first
@@ -20,13 +21,16 @@
 //   --workspace-limit B  plans needing more workspace are dropped
 //   --errata TAGS        plans with these tags (or engines, "eng3") are
 //                        dropped by cudnnGetPlan's predicate
+//   --rebuild            after each miss, rebuild the chosen plan from its
+//                        engine and knobs with the patch route's
+//                        plan_from_choice, and check its output
 //   --report FILE        one line per shape and thread:
-//     shape=NAME thread=T plan=TAG workspace=BYTES checksum=HEX built=N candidates=N timed=N
+//     shape=NAME thread=T plan=TAG workspace=BYTES checksum=HEX built=N candidates=N timed=N rebuilt=N
 //       NAME the stand-in's shape name (tests/preload/standin_plan.c), TAG
 //       cudnn_frontend's plan tag with ':' for '=', checksum the FNV-1a of
 //       the output's bytes; built, candidates (left after errata and the
-//       workspace limit) and timed (plans time_sorted_plan returned) are
-//       from the thread's miss.
+//       workspace limit), timed (plans time_sorted_plan returned) and
+//       rebuilt (--rebuild) are from the thread's miss.
 //
 // Checks, each an error (exit 1): every thread misses each shape once and
 // then hits; a plan gives the same output every time (one checksum per
@@ -61,7 +65,8 @@ struct Args {
 [[noreturn]] void usage(const char *why) {
     std::fprintf(stderr,
                  "torch_like: %s\nusage: torch_like [--shapes N] [--iterations N] [--threads N] [--deterministic]\n"
-                 "  [--no-tf32] [--limit N] [--workspace-limit BYTES] [--errata TAG,...] [--report FILE]\n",
+                 "  [--no-tf32] [--limit N] [--workspace-limit BYTES] [--errata TAG,...] [--rebuild]\n"
+                 "  [--report FILE]\n",
                  why);
     std::exit(2);
 }
@@ -80,6 +85,7 @@ Args parse(int argc, char **argv) {
         const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : nullptr;
         if (!std::strcmp(f, "--deterministic")) a.opt.deterministic = true;
         else if (!std::strcmp(f, "--no-tf32")) a.opt.allow_tf32 = false;
+        else if (!std::strcmp(f, "--rebuild")) a.opt.rebuild = true;
         else if (!std::strcmp(f, "--shapes")) a.shapes = static_cast<size_t>(number(f, v, 1, 1000)), i++;
         else if (!std::strcmp(f, "--iterations")) a.iterations = static_cast<int>(number(f, v, 1, 1000000)), i++;
         else if (!std::strcmp(f, "--threads")) a.threads = static_cast<int>(number(f, v, 1, 256)), i++;
@@ -182,7 +188,8 @@ int main(int argc, char **argv) {
                 std::snprintf(sum, sizeof sum, "%016llx", static_cast<unsigned long long>(s.last.checksum));
                 r << "shape=" << convs[i].name() << " thread=" << t << " plan=" << s.last.tag
                   << " workspace=" << s.last.workspace << " checksum=" << sum << " built=" << s.miss.built
-                  << " candidates=" << s.miss.candidates << " timed=" << s.miss.timed << "\n";
+                  << " candidates=" << s.miss.candidates << " timed=" << s.miss.timed
+                  << " rebuilt=" << s.miss.rebuilt << "\n";
             }
         }
         if (!r.flush()) {
