@@ -122,8 +122,8 @@ const char *cudaGetErrorString(cudaError_t e) {
     case cudaErrorInvalidDevice: return "invalid device ordinal";
     case cudaErrorInvalidResourceHandle: return "invalid resource handle";
     case cudaErrorNotReady: return "device not ready";
+    default: return "unrecognized error code";
     }
-    return "unrecognized error code";
 }
 
 const char *cudaGetErrorName(cudaError_t e) {
@@ -134,8 +134,8 @@ const char *cudaGetErrorName(cudaError_t e) {
     case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
     case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
     case cudaErrorNotReady: return "cudaErrorNotReady";
+    default: return "cudaErrorUnknown";
     }
-    return "cudaErrorUnknown";
 }
 
 cudaError_t cudaGetDeviceCount(int *n) {
