@@ -21,6 +21,8 @@
  *   STANDIN_ENGINE_COUNT    engines this cuDNN has (default 6, at most 6):
  *                           fewer, and the others vanish from heuristics
  *                           and fail to finalize (NOT_SUPPORTED)
+ *   STANDIN_VANISH          TAGS: engines ("eng3") that are not installed,
+ *                           configs (with knobs) heuristics no longer offer
  *   STANDIN_SUBSTITUTE      "engine" or "knob": a plan quietly runs another
  *                           engine or knob value than its config asked for
  *   STANDIN_PLAN_STATUS     finalizing any plan fails with this status

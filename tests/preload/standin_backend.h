@@ -117,8 +117,10 @@ cudnnStatus_t sb_heur_finalize(struct desc *heur);
 /* ---- standin_plan.c ---- */
 void sb_shape_name(const struct desc *op, char *buf, size_t cap);
 void sb_config_tag(const struct desc *cfg, char *buf, size_t cap);
-/* sb_selected: does cfg match the fault selector in environment variable env? */
+/* sb_selected: does cfg match the fault selector in environment variable
+ * env? sb_engine_selected: does the selector name engine idx alone ("eng3")? */
 int sb_selected(const char *env, const struct desc *cfg);
+int sb_engine_selected(const char *env, int64_t idx);
 cudnnStatus_t sb_plan_finalize(struct desc *plan);
 
 /* One execution, prepared under the lock and computed outside it. */

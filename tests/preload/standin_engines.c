@@ -25,7 +25,10 @@
  * filter, 11 for backward data. FALLBACK: engine 0, engine 1 with its
  * lowest knobs, engine 5 with its lowest knob; the first, and sometimes
  * the others, repeat an INSTANT config (as the real fallback list can).
- * Engines past STANDIN_ENGINE_COUNT are in neither list.
+ * Engines past STANDIN_ENGINE_COUNT, and those STANDIN_VANISH names alone
+ * ("eng3"), are not installed: in neither list, and their engine
+ * descriptors do not finalize. Configs STANDIN_VANISH names with knobs are
+ * left out of both lists, but still build when asked for.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +67,11 @@ long long sb_env_ll(const char *name, long long def) {
 int sb_engine_count(void) {
     long long n = sb_env_ll("STANDIN_ENGINE_COUNT", SB_ENGINES);
     return n < 0 ? 0 : n > SB_ENGINES ? SB_ENGINES : (int)n;
+}
+
+/* installed: engine idx is in this cuDNN (STANDIN_ENGINE_COUNT, STANDIN_VANISH). */
+static int installed(int64_t idx) {
+    return idx >= 0 && idx < sb_engine_count() && !sb_engine_selected("STANDIN_VANISH", idx);
 }
 
 uint64_t sb_mix(uint64_t h, uint64_t v) {
@@ -116,7 +124,7 @@ cudnnStatus_t sb_engine_finalize(struct desc *e) {
     int64_t idx = sb_int(e, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, -1);
     const struct desc *op = sb_graph_op(sb_sub(e, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, 0));
     if (!op) return CUDNN_STATUS_BAD_PARAM;
-    if (idx < 0 || idx >= sb_engine_count() || !(engines[idx].ops & sb_op_kind(op))) return CUDNN_STATUS_NOT_SUPPORTED;
+    if (!installed(idx) || !(engines[idx].ops & sb_op_kind(op))) return CUDNN_STATUS_NOT_SUPPORTED;
     const struct engine_def *def = &engines[idx];
     struct desc *info[2];
     for (int i = 0; i < def->nknobs; i++) {
@@ -223,23 +231,30 @@ cudnnStatus_t sb_heur_finalize(struct desc *heur) {
     int64_t mode = sb_int(heur, CUDNN_ATTR_ENGINEHEUR_MODE, 0);
     uint64_t h = sb_shape_hash(op);
     struct desc *cfgs[SB_ENGINES * PER_ENGINE];
-    int n = 0, count = sb_engine_count(), kind = sb_op_kind(op);
+    int n = 0, kind = sb_op_kind(op);
     if (mode == CUDNN_HEUR_MODE_FALLBACK) {
         static const int64_t fallback[] = {0, 1, 5};
         for (int i = 0; i < 3; i++)
-            if (fallback[i] < count && (engines[fallback[i]].ops & kind))
+            if (installed(fallback[i]) && (engines[fallback[i]].ops & kind))
                 cfgs[n++] = make_config(graph, fallback[i], 0);
     } else {
         for (int rank = 0; rank < PER_ENGINE; rank++) {
             for (int r = 0; r < SB_ENGINES; r++) {
                 int64_t idx = (int64_t)((h + (uint64_t)r) % SB_ENGINES), all = combos(idx);
-                if (idx >= count || !(engines[idx].ops & kind) || rank >= all) continue;
+                if (!installed(idx) || !(engines[idx].ops & kind) || rank >= all) continue;
                 /* 7 is prime to every engine's count: the ranks' combinations differ. */
                 int64_t c = (int64_t)((sb_mix(h, (uint64_t)idx) + (uint64_t)rank * 7) % (uint64_t)all);
                 cfgs[n++] = make_config(graph, idx, c);
             }
         }
     }
+    /* Configs heuristics no longer offer (they still build when asked for). */
+    int kept = 0;
+    for (int i = 0; i < n; i++) {
+        if (sb_selected("STANDIN_VANISH", cfgs[i])) sb_free_copy(cfgs[i]);
+        else cfgs[kept++] = cfgs[i];
+    }
+    n = kept;
     cudnnStatus_t st = sb_put(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, n, cfgs);
     for (int i = 0; i < n; i++) sb_free_copy(cfgs[i]);
     return st;

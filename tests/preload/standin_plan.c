@@ -15,7 +15,8 @@
  *          with ':' for '=')
  * A fault selector is a comma-separated list of tags, each matching the
  * configs of its engine that have (at least) its knob values: "eng3" is
- * every config of engine 3. '=' may stand for ':'.
+ * every config of engine 3 (and, for STANDIN_VANISH, the engine itself).
+ * '=' may stand for ':'.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -88,16 +89,23 @@ static int selector_matches(const char *s, int64_t idx, int64_t (*knobs)[2], int
     return *s == ',' || *s == 0;
 }
 
-int sb_selected(const char *env, const struct desc *cfg) {
+static int listed(const char *env, int64_t idx, int64_t (*knobs)[2], int n) {
     const char *list = getenv(env);
-    if (!list || !*list || !cfg) return 0;
+    if (!list || !*list) return 0;
+    for (const char *s = list; s; s = strchr(s, ',') ? strchr(s, ',') + 1 : NULL)
+        if (selector_matches(s, idx, knobs, n)) return 1;
+    return 0;
+}
+
+int sb_selected(const char *env, const struct desc *cfg) {
+    if (!cfg) return 0;
     int64_t idx, knobs[MAX_ELEMS][2];
     const struct desc *op;
     int n = sb_config_parts(cfg, &idx, &op, knobs, MAX_ELEMS);
-    for (const char *s = list; s; s = strchr(s, ',') ? strchr(s, ',') + 1 : NULL)
-        if (selector_matches(s, idx, knobs, n < MAX_ELEMS ? n : MAX_ELEMS)) return 1;
-    return 0;
+    return listed(env, idx, knobs, n < MAX_ELEMS ? n : MAX_ELEMS);
 }
+
+int sb_engine_selected(const char *env, int64_t idx) { return listed(env, idx, NULL, 0); }
 
 /* ---- finalizing ----------------------------------------------------------------- */
 

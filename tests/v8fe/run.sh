@@ -210,9 +210,21 @@ run threads4 -- --threads 4
 counts threads4 10 2 1
 built default threads4 eq . 4
 
-run vanished STANDIN_ENGINE_COUNT=3 --
-counts vanished 10 2 1
-no_engines vanished "3 4 5"
+run fewer-engines STANDIN_ENGINE_COUNT=3 --
+counts fewer-engines 10 2 1
+no_engines fewer-engines "3 4 5"
+
+# Engine 0 is not installed; heuristics no longer offer eng1_k2:0_k14:1 (the
+# fallback list's engine 1). Every plan timed (--limit 0): what was built shows.
+run vanished STANDIN_VANISH=eng0,eng1_k2:0_k14:1 -- --limit 0
+counts vanished 0 2 1
+no_engines vanished "0 3"
+built default vanished lt
+awk "$AWK_LIB"'{ kv($0, q); t = "," q["timed_plans"] ","; if (index(t, ",eng1_k2:0_k14:1,")) bad(q["shape"] ": eng1_k2:0_k14:1 timed")
+                 if (index(t, ",eng1_")) other++ }
+     END { if (!other) bad("no other config of engine 1 timed"); exit err }' run=vanished \
+    "$tmp/vanished.standin" || fail "vanished: one config"
+echo "ok   vanished: eng1_k2:0_k14:1 not offered, engine 1's other configs timed"
 
 run substituted STANDIN_SUBSTITUTE=engine --
 counts substituted 10 2 0
