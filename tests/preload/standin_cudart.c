@@ -25,6 +25,12 @@
  * Environment:
  *   STANDIN_CUDA_DEVICES     number of devices (default 2), as the driver's
  *   STANDIN_CUDART_VERSION   cudaRuntimeGetVersion (default 13000)
+ *   STANDIN_EVENT_US         elapsed times are rounded down to a multiple
+ *                            of this many microseconds (default 0: not;
+ *                            real events resolve about 0.5): executes of
+ *                            different lengths then time alike, and
+ *                            cudnn_frontend's time_sorted_plan returns one
+ *                            of them
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -247,7 +253,10 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end) 
     if (!ms) return fail(cudaErrorInvalidValue);
     if (!a || !b) return fail(cudaErrorInvalidResourceHandle);
     if (!a->recorded || !b->recorded) return fail(cudaErrorNotReady);
-    *ms = (float)((b->t - a->t) * 1e3);
+    double us = (b->t - a->t) * 1e6;
+    int res_us = env_int("STANDIN_EVENT_US", 0);
+    if (res_us > 0) us = (double)((long long)(us / res_us) * res_us); /* rounded down: the same for every run */
+    *ms = (float)(us * 1e-3);
     pthread_once(&hooks_once, find_hooks);
     /* A window is this thread's when it recorded both ends. */
     if (on_window && a->owner == &thread_tag && b->owner == &thread_tag && a->seq < b->seq)

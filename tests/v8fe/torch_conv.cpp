@@ -314,7 +314,7 @@ Outcome ConvRunner::run(const Conv &cv) {
                     .build();
     auto sorted = cudnn_frontend::time_sorted_plan<cudnn_frontend::CudnnFindSamplingTechnique::CUDNN_FIND_SAMPLE_ONCE>(
         handle_, std::move(valid), pack, opt_.limit ? opt_.limit : 10000);
-    out.timed = sorted.size();
+    out.sorted = sorted.size();
     for (auto &plan : sorted) { // try_plans
         try {
             run_conv_plan(handle_, plan, t);

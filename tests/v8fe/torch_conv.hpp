@@ -14,7 +14,8 @@
 //            drop plans whose workspace exceeds the limit, allocate the
 //            largest workspace left;
 //         5. time them (time_sorted_plan, SAMPLE_ONCE, at most `limit`
-//            plans whose warm-up succeeds);
+//            plans whose warm-up succeeds; of plans with equal times it
+//            returns one);
 //         6. execute them in sorted order; the first that succeeds goes in
 //            the map. None: "FIND was unable to find an engine".
 //   --rebuild: then rebuild the chosen plan from its engine and knobs with
@@ -51,7 +52,7 @@ struct Outcome {
     uint64_t checksum = 0;     // of the output's bytes
     size_t built = 0;          // miss: plans cudnnGetPlan built
     size_t candidates = 0;     // miss: left after errata and the workspace limit
-    size_t timed = 0;          // miss: plans time_sorted_plan returned
+    size_t sorted = 0;         // miss: plans time_sorted_plan returned (ties: one of them)
     size_t rebuilt = 0;        // miss, --rebuild: plans rebuilt from the choice (1)
 };
 
