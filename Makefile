@@ -7,6 +7,7 @@
 #   make demo       the main job, run twice against the default cache file
 #   make bench      the benchmark table
 #   make install PREFIX=/usr/local
+#   make wheel      dist/convcache-VERSION-py3-none-PLATFORM.whl (mk/wheel.mk)
 #
 # Each part of the project adds its targets in mk/*.mk by appending to the
 # lists below.
@@ -52,7 +53,9 @@ prereq_goals := $(or $(MAKECMDGOALS),all)
 prereq_sets := $(if $(filter-out clean fmt,$(prereq_goals)),build) \
   $(if $(filter %test test-% torture%,$(prereq_goals)),cxx test) \
   $(if $(filter bench bench-%,$(prereq_goals)),cxx bench) \
-  $(if $(filter demo,$(prereq_goals)),cxx)
+  $(if $(filter demo,$(prereq_goals)),cxx) \
+  $(if $(filter wheel-test,$(prereq_goals)),cxx test) \
+  $(if $(and $(filter wheel%,$(prereq_goals)),$(filter command line,$(origin ARCH)),$(filter aarch64,$(ARCH)),$(filter-out aarch64,$(shell uname -m))),wheel-aarch64)
 ifneq ($(strip $(prereq_sets)),)
 ifneq ($(shell sh tests/infra/prereqs.sh $(sort $(prereq_sets)) >&2 && echo ok),ok)
 $(error missing prerequisites: see above)
@@ -109,6 +112,9 @@ install: all $(INSTALL_TARGETS)
 	ln -sf $(notdir $(LIB_REAL)) $(DESTDIR)$(LIBDIR)/libconvcache.so.$(VERSION_MAJOR)
 	ln -sf libconvcache.so.$(VERSION_MAJOR) $(DESTDIR)$(LIBDIR)/libconvcache.so
 	install -m 0644 $(HEADERS) $(DESTDIR)$(INCDIR)/
+	@# Where convcache_dynamic.h's loader finds this installation's library.
+	@mkdir -p $(BUILD) && sh mk/install-header.sh $(LIBDIR) cmake/convcache_install.h.in > $(BUILD)/convcache_install.h
+	install -m 0644 $(BUILD)/convcache_install.h $(DESTDIR)$(INCDIR)/
 	rpath=$$(sh mk/ldconfig.sh pc-rpath $(LIBDIR)); \
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCDIR@|$(INCDIR)|g' \
 	    -e 's|@VERSION@|$(VERSION)|g' -e "s|@RPATH@|$$rpath|g" convcache.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/convcache.pc

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Publishes a `make bench` run: copies build/bench's results and plots to
-bench/results/ and puts its table, run line and targets into README.md
-between the markers, so that the README shows what make bench printed.
+bench/results/, puts its full table, run line and targets into
+docs/performance.md and its summary into README.md, each between its
+markers, so that both show what make bench printed.
 
 usage: publish.py [BENCH_DIR]   (default build/bench)
 """
@@ -9,10 +10,24 @@ import os
 import shutil
 import sys
 
-BEGIN = "<!-- make bench results: begin (bench/publish.py writes this part) -->"
-END = "<!-- make bench results: end -->"
-FILES = ("results.md", "results.json", "hit_latency.png", "hit_throughput_2threads.png",
-         "load.png", "writers.png")
+FILES = ("results.md", "summary.md", "results.json", "hit_latency.png", "hit_latency_random.png",
+         "hit_throughput_2threads.png", "load.png", "writers.png", "cold_warm.png")
+# (file, what goes between its markers, the marker's name)
+PLACES = (("docs/performance.md", "results.md", "make bench results"),
+          ("README.md", "summary.md", "make bench summary"))
+
+
+def place(doc, text, name):
+    begin = "<!-- %s: begin (bench/publish.py writes this part) -->" % name
+    end = "<!-- %s: end -->" % name
+    body = open(doc).read()
+    if body.count(begin) != 1 or body.count(end) != 1:
+        sys.exit("publish.py: %s lacks the markers %r and %r" % (doc, begin, end))
+    head, rest = body.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    with open(doc + ".tmp", "w") as f:
+        f.write(head + begin + "\n" + text + "\n" + end + tail)
+    os.replace(doc + ".tmp", doc)
 
 
 def main():
@@ -22,16 +37,9 @@ def main():
             sys.exit("publish.py: %s/%s is missing: run make bench first" % (src, name))
     for name in FILES:
         shutil.copyfile(os.path.join(src, name), os.path.join("bench/results", name))
-    table = open(os.path.join(src, "results.md")).read().strip()
-    readme = open("README.md").read()
-    if BEGIN not in readme or END not in readme:
-        sys.exit("publish.py: README.md lacks the markers")
-    head, rest = readme.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    with open("README.md.tmp", "w") as f:
-        f.write(head + BEGIN + "\n" + table + "\n" + END + tail)
-    os.replace("README.md.tmp", "README.md")
-    print("publish.py: bench/results/ and README.md now show %s's run" % src)
+    for doc, name, marker in PLACES:
+        place(doc, open(os.path.join(src, name)).read().strip(), marker)
+    print("publish.py: bench/results/, docs/performance.md and README.md now show %s's run" % src)
 
 
 main()

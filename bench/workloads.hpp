@@ -37,8 +37,10 @@
 //                             save (and compact where the implementation can)
 //   hit   PATH N MIN_MS       hits at 1 and 2 threads on a prepped store of N
 //                             keys (memory-only implementations insert N keys
-//                             first); also resident memory per entry. Every
-//                             value a hit loop returns is checked (value_sum)
+//                             first), in network order and, at 1 thread, in
+//                             random order (see do_hit); also resident memory
+//                             per entry. Every value a hit loop returns is
+//                             checked (value_sum)
 //   load  PATH N T0_NS        cold process to first answer, T0 being the
 //                             runner's wall clock when it started us; then
 //                             (2 <= N <= 100k) until all N keys were answered
@@ -92,6 +94,18 @@ inline std::string field(const char *name, int64_t v) {
     char buf[96];
     std::snprintf(buf, sizeof buf, "%s=%" PRId64 " ", name, v);
     return buf;
+}
+
+// Uniformly random draws from 0..n-1 (with replacement), the order in
+// which the random-order hit loop asks.
+inline std::vector<uint32_t> drawn(uint64_t n, uint64_t count, uint64_t seed) {
+    std::vector<uint32_t> p(count);
+    uint64_t s = seed;
+    for (uint64_t i = 0; i < count; i++) {
+        s = mix64(s + i + 1);
+        p[i] = uint32_t((unsigned __int128)s * n >> 64);  // no modulo bias worth the name
+    }
+    return p;
 }
 
 // A deterministic shuffle of 0..n-1, the order in which the hit loops ask.
@@ -216,15 +230,53 @@ void check_values(const char *where, uint64_t got, uint64_t want, R &r,
                                             "inserted ones (every key answers right afterwards)");
 }
 
+// timed_loop runs 1-thread hit loops over keys in chunks until min_ms has
+// passed, checks every value against want, and returns the ns per find.
+template <class R>
+double timed_loop(R &r, const std::vector<Key> &keys, const std::vector<uint32_t> &order,
+                  const Expected &want, int64_t min_ms, const char *where, uint64_t *ops) {
+    const uint64_t chunk = 4096;
+    uint64_t sum = 0, done = 0;
+    int64_t t0 = mono_ns(), t1 = t0;
+    while (t1 - t0 < min_ms * 1000000) {
+        if (hit_loop(r, keys, done, chunk, &sum) != chunk) die("miss in hit loop", where);
+        done += chunk;
+        t1 = mono_ns();
+    }
+    check_values(where, sum, want.run(0, done), r, keys, order);
+    *ops = done;
+    return double(t1 - t0) / double(done);
+}
+
+// do_hit times hits in two orders, both after every key (or the first 100k)
+// has been asked once in network order:
+//
+//   network order: the same shuffled order every pass, as a network asks its
+//   layers' convolutions in the same order every step. convcache lays its
+//   entries out in the order they are first asked, so this pass reads them
+//   in memory order; PyTorch's map reads its nodes in insertion order,
+//   which is another.
+//
+//   random order: keys drawn uniformly at random from all n, one draw per
+//   find, so that no implementation's layout matches the order. The drawn
+//   keys are copied into an array read front to back (as a caller's key is
+//   on its stack), so that each find's random access is the store's own.
 template <class Impl>
 int do_hit(const std::string &path, uint64_t n, int64_t min_ms) {
-    // The lookup order, its keys and the expected sums exist, and the
+    // The lookup orders, their keys and the expected sums exist, and the
     // libraries have started, before the first RSS reading, so the delta
     // counts the store alone.
     std::vector<uint32_t> order = shuffled(n, 0xC0FFEE);
     std::vector<Key> keys(n);
     for (uint64_t i = 0; i < n; i++) keys[i] = make_key(order[i]);
     const Expected want(order);
+    std::vector<uint32_t> rorder = drawn(n, n, 0xD1CE);
+    std::vector<Key> rkeys(n);
+    for (uint64_t i = 0; i < n; i++) {
+        rorder[i] = order[rorder[i]];
+        rkeys[i] = make_key(rorder[i]);
+    }
+    const Expected rwant(rorder);
     Impl::ready();
     int64_t rss0 = rss_bytes();
     RssParts parts0 = rss_parts(path);
@@ -251,25 +303,15 @@ int do_hit(const std::string &path, uint64_t n, int64_t min_ms) {
     // on demand or in the background) is asked every key once first, so
     // that the timed loop measures hits rather than the load, and so that
     // the RSS reading below holds the whole index, not the part touched.
-    uint64_t ops1 = 0;
-    double ns1 = 0;
+    uint64_t ops1 = 0, opsr = 0;
+    double ns1 = 0, nsr = 0;
     {
         typename Impl::Reader r(*impl);
         uint64_t warm = Impl::kWarmEveryKey ? n : std::min<uint64_t>(n, 100000), sum = 0;
         if (hit_loop(r, keys, 0, warm, &sum) != warm) die("miss in warm-up");
         check_values("warm-up", sum, want.run(0, warm), r, keys, order);
-        const uint64_t chunk = 4096;
-        sum = 0;
-        int64_t t0 = mono_ns(), t1 = t0;
-        uint64_t at = 0;
-        while (t1 - t0 < min_ms * 1000000) {
-            if (hit_loop(r, keys, at, chunk, &sum) != chunk) die("miss in hit loop");
-            at += chunk;
-            ops1 += chunk;
-            t1 = mono_ns();
-        }
-        ns1 = double(t1 - t0) / double(ops1);
-        check_values("1-thread hit loop", sum, want.run(0, ops1), r, keys, order);
+        ns1 = timed_loop(r, keys, order, want, min_ms, "1-thread hit loop", &ops1);
+        nsr = timed_loop(r, rkeys, rorder, rwant, min_ms, "1-thread random-order hit loop", &opsr);
     }
 
     // 2 threads: each does ops1 finds, starting at opposite ends of the
@@ -314,7 +356,7 @@ int do_hit(const std::string &path, uint64_t n, int64_t min_ms) {
             check_values("2-thread hit loop", sums[t], want.run(t * n / 2, ops1), r, keys, order);
         }
     }
-    finish(field("hit1_ns", ns1) + field("mops1", 1e3 / ns1) + field("mops2", mops2) +
+    finish(field("hit1_ns", ns1) + field("hit1r_ns", nsr) + field("mops1", 1e3 / ns1) + field("mops2", mops2) +
            field("hit2_ns", (thread_ns[0] + thread_ns[1]) / 2) + field("ops", int64_t(ops1)) +
            field("rss_per_entry", double(rss1 - rss0) / double(n)) +
            field("rss_store_per_entry", double(parts1.store - parts0.store) / double(n)) +

@@ -34,6 +34,7 @@ type Cache struct {
 	wsem chan struct{} // one writer of this handle at a time, before the file lock
 
 	mu          sync.Mutex // guards the fields below; never held while waiting for the file lock
+	shut        bool       // Close has let go of the file: nothing opens, reads or publishes again (lifecycle.go)
 	f           vfs.File   // current data file; nil when none exists yet
 	off         int64      // file offset up to which frames have been applied
 	snapEnd     int64      // end of the leading snapshot frames: the journal starts here

@@ -69,6 +69,7 @@ func (c *Cache) compact() error {
 	c.locked(func() { size = c.snapEntries + c.journalPuts }) // about the entries, as last seen (bounded hints)
 	all := format.ReadContents(buf, int(min(size+size/8+1024, 1<<27)))
 	end := all.End // records appended after this are copied in step 3
+	damaged := damagedPieces(buf, all.Corrupt())
 	if compactHook != nil {
 		compactHook()
 	}
@@ -97,6 +98,9 @@ func (c *Cache) compact() error {
 			return image, false, nil
 		}
 		image, same, err := c.appendTail(image, id, end)
+		if err == nil && same && len(damaged) > 0 {
+			err = c.keepDamaged(damaged)
+		}
 		if err == nil && same {
 			err = vfs.Replace(c.fs, c.path, image)
 		}
@@ -127,6 +131,38 @@ func (c *Cache) compact() error {
 	}
 	c.unsynced, c.dirty = nil, false
 	return c.reopen(false)
+}
+
+// damagedPieces copies the ranges of buf that hold damage, for
+// keepDamaged.
+func damagedPieces(buf []byte, ranges []format.Damage) []vfs.Piece {
+	var out []vfs.Piece
+	for _, d := range ranges {
+		out = append(out, vfs.Piece{Off: d.Off, Bytes: bytes.Clone(buf[d.Off : d.Off+d.Len])})
+	}
+	return out
+}
+
+// keepDamaged saves the damaged bytes a compaction is about to drop beside
+// the file (vfs.SaveDamaged), with the file's mode and group, and says so.
+// If they cannot be saved, the compaction is not published: damage is
+// dropped only once it is kept. Caller holds the file lock.
+func (c *Cache) keepDamaged(pieces []vfs.Piece) error {
+	attrs := safefile.Private
+	if fi, err := c.fs.Stat(c.path); err == nil && fi.Mode().IsRegular() {
+		attrs = safefile.AttrsOf(fi)
+	}
+	name, err := vfs.SaveDamaged(c.fs, c.path, attrs, pieces)
+	if err != nil {
+		return fmt.Errorf("compaction of %s postponed: keeping its damaged records: %w", c.path, err)
+	}
+	var n int64
+	for _, p := range pieces {
+		n += int64(len(p.Bytes))
+	}
+	c.warnf("%s: compaction dropped %d bytes of damaged records; they are kept in %s for inspection (the newest %d such files are kept)",
+		c.path, n, name, vfs.KeepDamaged)
+	return nil
 }
 
 // compactHook, when set by a test, runs in every compaction after the file

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -115,7 +116,8 @@ func TestTruncateEveryLength(t *testing.T) {
 }
 
 // A damaged file stays usable for writing: a writer appends past the damage
-// and a compaction repairs it, keeping every intact entry.
+// and a compaction repairs it, keeping every intact entry, and the damaged
+// bytes beside the file.
 func TestWriteAfterDamage(t *testing.T) {
 	s := buildSample()
 	dir := t.TempDir()
@@ -124,7 +126,7 @@ func TestWriteAfterDamage(t *testing.T) {
 		d := bytes.Clone(s.data)
 		d[i] ^= 0x55
 		os.WriteFile(path, d, 0o600)
-		c, err := Open(path, &Options{Scope: sampleScope, CompactJournal: 1})
+		c, err := Open(path, &Options{Scope: sampleScope, CompactJournal: 1, Warn: io.Discard})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,9 +140,18 @@ func TestWriteAfterDamage(t *testing.T) {
 		s2 := s
 		s2.entries = append(append([]sampleEntry(nil), s.entries...), sampleEntry{[]byte("new-key"), []byte("new-value"), len(d), len(d)})
 		data, _ := os.ReadFile(path)
-		// After compaction every surviving entry is intact.
+		// After compaction every surviving entry is intact, and the damage
+		// it dropped is kept beside the file, at its offset.
+		kept, _ := filepath.Glob(path + ".damaged-*")
+		if len(kept) != 1 {
+			t.Fatalf("flip at %d: %q kept", i, kept)
+		}
+		if saved, _ := os.ReadFile(kept[0]); len(saved) <= i || saved[i] != d[i] {
+			t.Fatalf("flip at %d: %s does not hold the damaged byte", i, kept[0])
+		}
 		s2.check(t, path, data, i, i+1)
 		os.Remove(path)
+		os.Remove(kept[0])
 	}
 }
 

@@ -159,11 +159,55 @@
 // length or checksum) is skipped by scanning for the next valid frame, so one
 // flipped byte costs one record, or one snapshot chunk (at most about 128 KiB
 // of entries), and nothing else. A chunk that is malformed or beyond the
-// bounds above is damage too: its entries are skipped, and the next
-// compaction drops it. A torn tail left by a writer that died
-// mid-append is skipped the same way, and dropped by the next compaction. A
-// reader that does not hold the lock treats an unfinished tail as a write in
-// progress and looks again later.
+// bounds above is damage too: its entries are skipped. A flipped bit in the
+// header's magic number or version (with them restored, its checksum
+// matches) is a damaged header, not a foreign or newer file.
+//
+// A torn tail is not damage: it is what a writer killed mid-append leaves,
+// the start of one journal frame (put, scope, touch, or a type a later
+// version writes; never a snapshot or pad frame) with fewer bytes than its
+// header claims, after the last complete frame of the file and at or after
+// the snapshot's end. It loses nothing that was acknowledged. A reader that
+// does not hold the lock treats it as a write in progress and looks again
+// later; a writer, holding the lock, cuts it off before appending. Nothing
+// else is ever cut off:
+//
+//   - Damage in the snapshot is damage wherever it falls, the last chunk
+//     included: compaction writes the snapshot whole and syncs it before the
+//     rename, so nothing in it is being written or can be torn. A reader
+//     declares it at once, lock or not, and never reports a damaged range
+//     across the snapshot's end (the journal's part is told apart). Where
+//     the snapshot ends is the index's snapshot end. A file without an index
+//     (written before indexes existed, or whose index is damaged) says where
+//     its snapshot ends only as far as its valid frames go (the run of
+//     snapshot and pad frames after the header); there the bytes decide
+//     alone, by the rule above: a chunk cut short or failing its checksum
+//     at the end of such a file is a snapshot frame, so damage.
+//   - A complete frame that fails its checksum is damage, even the last
+//     frame of the journal, and so is a complete frame whose length field
+//     was damaged (its bytes check out with the length they really have).
+//     A single flipped bit anywhere in a file is therefore always damage.
+//   - Damage followed by valid frames is damage.
+//   - A machine that crashed (power, kernel) before appended data reached
+//     the disk may leave a journal tail that is not the start of a frame
+//     (zeros, on some file systems): damage, since entries that Insert
+//     acknowledged and Save had not synced are lost there.
+//   - At the very end of the journal, a reader without the lock leaves
+//     anything unfinished for later, damage included (only the lock tells
+//     it from a write in progress); a writer declares it, and so does
+//     convcache verify.
+//
+// Damage is counted (Stats.DamagedBytes) and stays in the file: readers and
+// writers skip it, and writers append after it. Only a rewrite drops it
+// (compaction, or the tools' rewrite: internal/cachefile), by writing what it
+// can still read; before it publishes the new file, it keeps the damaged
+// bytes beside the old one, for inspection, in PATH.damaged-TIMESTAMP (UTC
+// to the nanosecond): each damaged range at its offset in the old file,
+// holes elsewhere, created exclusively in the same directory with the cache
+// file's mode and group. The newest three such files are kept; a rewrite
+// that saves another removes the oldest. A rewrite that cannot keep them is
+// not published (the file stays as it was, still readable), and compaction
+// warns with the name of each file it keeps.
 //
 // # Caveats
 //
@@ -176,6 +220,11 @@
 //     reported: their locks and rename are weaker than a local disk's.
 //   - A hit does not write the file. Use of entries is recorded in memory and
 //     written as touch frames by Save and Close, for LRU eviction.
+//   - Close may race any other call on the handle: that call completes as
+//     before the close or returns ErrClosed, and leaves no descriptor, lock
+//     or pin behind (lifecycle.go); calls after Close return ErrClosed, and
+//     Stats the counters as they were. Save racing Close may return
+//     ErrClosed without having synced: Close does not fsync.
 //   - A handle opened lazily holds only the chunks its finds needed; Stats
 //     reads the rest of the file first, so that its Entries and MemBytes
 //     count the whole file (it then costs what Open cost before the index).

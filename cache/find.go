@@ -18,6 +18,9 @@ func (c *Cache) Find(key, dst []byte) (n int, found bool, err error) {
 	if len(key) == 0 || len(key) > MaxKeySize {
 		return 0, false, ErrSize
 	}
+	if err := c.live(); err != nil {
+		return 0, false, err
+	}
 	h := keyHash(key)
 	stripe := goroutineStripe()
 	var t0 time.Time
@@ -81,10 +84,9 @@ func (c *Cache) findSlow(key, dst []byte, h uint64, stripe int, t0 time.Time) (i
 		}
 		return 0, false, nil
 	}
-	if c.closed.Load() {
-		return 0, false, ErrClosed
+	if err := c.lockLive(); err != nil {
+		return 0, false, err
 	}
-	c.mu.Lock()
 	err := c.refresh(false)
 	c.loadChunkOf(key) // a handle opened lazily decodes the snapshot chunk that can hold key (lazy.go)
 	c.mu.Unlock()
@@ -149,7 +151,9 @@ func (c *Cache) value(key []byte, h uint64) ([]byte, bool) {
 			return bytes.Clone(entryValue(ch, off)), true
 		}
 		if try == 0 {
-			c.mu.Lock()
+			if c.lockLive() != nil {
+				return nil, false // closed: the system tier's handle closes with its user's
+			}
 			err := c.refresh(false)
 			c.mu.Unlock()
 			if err != nil {

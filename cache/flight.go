@@ -72,6 +72,9 @@ func (c *Cache) GetOrCreate(key, dst []byte, build BuildFunc) (n int, built bool
 	if build == nil {
 		return 0, false, fmt.Errorf("%w: nil builder", ErrInvalid)
 	}
+	if err := c.live(); err != nil {
+		return 0, false, err
+	}
 	if c.mode == ModeOff {
 		n, err := c.runBuild(build, dst)
 		return n, err == nil, err
@@ -223,7 +226,9 @@ func (c *Cache) recheck(key, dst []byte) (int, bool, error) {
 	if n, _, found, err := c.lookup(key, dst, h, -1); found {
 		return n, found, err
 	}
-	c.mu.Lock()
+	if err := c.lockLive(); err != nil {
+		return 0, false, err
+	}
 	err := c.refresh(false)
 	c.mu.Unlock()
 	if err != nil {

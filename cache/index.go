@@ -304,7 +304,7 @@ func (ix *index) grow() *table {
 	ix.tab.Store(t)
 	if ix.pub != nil {
 		ix.publishTable(t)
-		ix.pub.Retire(old.pin.Unpin)
+		ix.pub.Retire(func() { unpin(&old.pin) })
 	}
 	return t
 }

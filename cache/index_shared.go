@@ -35,7 +35,8 @@ func (ix *index) publish(p Publisher, dropped func(int64)) {
 	}
 	ix.pub, ix.dropped = p, dropped
 	ix.sh = &sharedIndex{mult: ix.mult}
-	ix.shPin.Pin(ix.sh)
+	pin(&ix.shPin, ix.sh)
+	liveIndexes.Add(1)
 	for n := range ix.cs {
 		if ix.cs[n] != nil {
 			ix.pinChunk(n)
@@ -47,17 +48,16 @@ func (ix *index) publish(p Publisher, dropped func(int64)) {
 }
 
 func (ix *index) publishTable(t *table) {
-	t.pin.Pin(t)
-	t.pin.Pin(&t.slots[0])
+	pin(&t.pin, t, &t.slots[0])
 	ix.sh.tab.Store(uintptr(unsafe.Pointer(t)))
 }
 
 // pinChunk pins chunk n and gives C its address.
 func (ix *index) pinChunk(n int) {
 	c := ix.cs[n]
-	pin := new(runtime.Pinner)
-	pin.Pin(&c[0])
-	ix.chunkPins[n] = pin
+	p := new(runtime.Pinner)
+	pin(p, &c[0])
+	ix.chunkPins[n] = p
 	ix.addAddr(uintptr(unsafe.Pointer(&c[0])))
 }
 
@@ -74,13 +74,13 @@ func (ix *index) addAddr(a uintptr) {
 	grown := make([]uintptr, len(ix.addrs)+1, max(16, 2*cap(ix.addrs)))
 	copy(grown, ix.addrs)
 	grown[len(ix.addrs)] = a
-	pin := new(runtime.Pinner)
-	pin.Pin(&grown[0])
+	p := new(runtime.Pinner)
+	pin(p, &grown[0])
 	old := ix.addrsPin
-	ix.addrs, ix.addrsPin = grown, pin
+	ix.addrs, ix.addrsPin = grown, p
 	ix.sh.chunks.Store(uintptr(unsafe.Pointer(&grown[0])))
 	if old != nil {
-		ix.pub.Retire(old.Unpin)
+		ix.pub.Retire(func() { unpin(old) })
 	}
 }
 
@@ -96,16 +96,17 @@ func (ix *index) retire() {
 	t, addrs, pins := ix.tab.Load(), ix.addrsPin, slices.Clone(ix.chunkPins)
 	clear(ix.chunkPins)
 	p.Retire(func() {
-		ix.shPin.Unpin()
-		t.pin.Unpin()
+		unpin(&ix.shPin)
+		unpin(&t.pin)
 		if addrs != nil {
-			addrs.Unpin()
+			unpin(addrs)
 		}
-		for _, pin := range pins {
-			if pin != nil {
-				pin.Unpin()
+		for _, p := range pins {
+			if p != nil {
+				unpin(p)
 			}
 		}
+		liveIndexes.Add(-1)
 	})
 }
 
@@ -131,9 +132,9 @@ func (ix *index) release(ref uint64) {
 		ix.cold[n] = false
 		ix.coldLeft--
 	}
-	pin := ix.chunkPins[n]
+	p := ix.chunkPins[n]
 	ix.chunkPins[n] = nil
-	if ix.pub == nil || pin == nil {
+	if ix.pub == nil || p == nil {
 		return
 	}
 	// The collector takes the chunk once C cannot hold it; the memory
@@ -145,7 +146,7 @@ func (ix *index) release(ref uint64) {
 	}
 	dropped := ix.dropped
 	ix.pub.Retire(func() {
-		pin.Unpin()
+		unpin(p)
 		if report > 0 && dropped != nil {
 			dropped(report)
 		}

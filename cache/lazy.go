@@ -180,7 +180,9 @@ func (c *Cache) loadChunkOf(key []byte) {
 // whole file), and Open for the system tier, which answers from memory
 // only.
 func (c *Cache) loadRest() {
-	c.mu.Lock()
+	if c.lockLive() != nil {
+		return // closed: Stats counts what the handle held
+	}
 	defer c.mu.Unlock()
 	if c.lazy != nil {
 		c.loadWhole()
@@ -273,6 +275,10 @@ func (c *Cache) decodeChunk(z *lazySnapshot, i int) bool {
 // file without an index: the way back from anything lazy loading did not
 // expect. Caller holds mu.
 func (c *Cache) loadWhole() {
+	if c.f == nil || c.shut {
+		c.lazy = nil // closed: there is no file to read (lifecycle.go)
+		return
+	}
 	// The full read counts the file's damage again, journal included.
 	c.st.damaged.Store(c.lazy.damaged)
 	c.lazy = nil

@@ -155,8 +155,15 @@ func (c *Cache) build(buf []byte, final bool, budget *format.Budget) (ix *index,
 	scopes = map[uint64]bool{}
 	var frames []format.Frame
 	var hint int64
+	// The snapshot ends where its index says, if it has one: damage before
+	// that is never a tail, nor left for later (format.ScanFile). Without
+	// an index, its end is the run of snapshot and pad frames.
+	indexEnd, indexed := format.IndexedEnd(buf)
+	if !indexed {
+		indexEnd = format.HeaderSize
+	}
 	lay.snapEnd = format.HeaderSize
-	lay.end = format.HeaderSize + format.Scan(buf[format.HeaderSize:], format.HeaderSize, final, func(f format.Frame) {
+	lay.end = format.HeaderSize + format.ScanFile(buf[format.HeaderSize:], format.HeaderSize, indexEnd, final, func(f format.Frame) {
 		head, isSnap := format.DecodeSnapshotHead(f.Payload)
 		isSnap = isSnap && f.Type == format.TypeSnapshot
 		entries := format.ChunkEntries(head.Count, len(f.Payload))
@@ -176,6 +183,9 @@ func (c *Cache) build(buf []byte, final bool, budget *format.Budget) (ix *index,
 		}
 		frames = append(frames, f)
 	}, c.noteDamage)
+	if indexed {
+		lay.snapEnd = indexEnd
+	}
 	ix = newIndex(int(hint))
 	c.dec.Budget = budget
 	v := &indexer{c, ix, scopes}
@@ -244,6 +254,9 @@ func carryMarks(old, ix *index, gen uint32) {
 //
 // With nothing new this costs one fstat.
 func (c *Cache) refresh(final bool) error {
+	if c.shut {
+		return ErrClosed // Close let go of the file (lifecycle.go)
+	}
 	if c.detached {
 		return nil // the file at the path is not ours to read
 	}
@@ -285,7 +298,8 @@ func (c *Cache) refresh(final bool) error {
 	c.dec.Budget = &c.budget
 	v := &indexer{c, c.idx.Load(), c.scopes}
 	tail := format.Damage{Off: -1}
-	c.off += format.Scan(buf, c.off, final, func(f format.Frame) {
+	from := c.off
+	c.off += format.ScanFile(buf, from, c.snapEnd, final, func(f format.Frame) {
 		if f.Type == format.TypePut {
 			c.journalPuts++
 		}
@@ -298,11 +312,14 @@ func (c *Cache) refresh(final bool) error {
 	if c.off < size {
 		c.tailMark = markOfStat(&st)
 	}
-	if final && tail.Off >= 0 && tail.Off+tail.Len == size && !c.readOnly {
+	if final && tail.Off >= 0 && tail.Off+tail.Len == size && !c.readOnly &&
+		format.TornTail(tail, c.snapEnd, buf[tail.Off-from:]) {
 		// A torn tail: a writer died mid-append (SIGKILL can cut a write
 		// between pages). We hold the lock, so nobody is writing, and no
 		// reader has read past an unfinished tail: cut it off before
 		// appending, so the journal never holds damage between records.
+		// Any other damage stays (the snapshot's, a complete record that
+		// fails its checksum): only a rewrite drops it (compact.go).
 		if err := c.f.Truncate(tail.Off); err == nil {
 			c.off = tail.Off
 		}
@@ -313,6 +330,9 @@ func (c *Cache) refresh(final bool) error {
 // reopen adopts whatever file is at the path now, if it may be used (else
 // the handle detaches, keeping what it has). Caller holds mu.
 func (c *Cache) reopen(final bool) error {
+	if c.shut {
+		return ErrClosed // Close let go of the file (lifecycle.go)
+	}
 	f, err := c.openData()
 	if errors.Is(err, safefile.ErrRefused) {
 		return nil
@@ -343,12 +363,11 @@ func (c *Cache) reopen(final bool) error {
 // wrote since the last look.
 func (c *Cache) Load() error {
 	if c.mode == ModeOff {
-		return nil
+		return c.live()
 	}
-	if c.closed.Load() {
-		return ErrClosed
+	if err := c.lockLive(); err != nil {
+		return err
 	}
-	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.refresh(false)
 }

@@ -71,7 +71,7 @@ func (c *Cache) newShared() {
 	c.sh = new(sharedHandle)
 	c.gen = &c.sh.gen
 	if c.opts.Publish != nil {
-		c.shPin.Pin(c.sh)
+		pin(&c.shPin, c.sh)
 		if c.mode != ModeRecache && c.vlevel == 0 {
 			c.sh.flags.Store(sharedHits)
 		}
@@ -109,7 +109,7 @@ func (c *Cache) unpublish() {
 	if ix != nil {
 		ix.retire()
 	}
-	p.Retire(c.shPin.Unpin)
+	p.Retire(func() { unpin(&c.shPin) })
 }
 
 // promote moves key's entry to the end of the arena if it is cold

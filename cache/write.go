@@ -55,19 +55,21 @@ func (c *Cache) insert(key, value []byte, toRemote bool) error {
 	if err := checkEntry(key, value); err != nil {
 		return err
 	}
+	if err := c.live(); err != nil {
+		return err
+	}
 	if c.mode == ModeOff {
 		c.st.inserts.Add(1)
 		return nil
-	}
-	if c.closed.Load() {
-		return ErrClosed
 	}
 	h := keyHash(key)
 	c.st.inserts.Add(1)
 	if toRemote && c.opts.Remote != nil && c.mode != ModeReadOnly {
 		c.opts.Remote.Put(c.scope, key, value) // write-behind: never blocks
 	}
-	c.mu.Lock()
+	if err := c.lockLive(); err != nil {
+		return err
+	}
 	if c.readOnly {
 		c.idx.Load().put(key, value, h, 0, c.gen.Load())
 		c.pending[string(key)] = bytes.Clone(value)
@@ -89,7 +91,9 @@ func (c *Cache) insert(key, value []byte, toRemote bool) error {
 	rec := format.AppendPutFrame(nil, c.scopeHash, time.Now().UnixMilli(), key, value)
 	lk, err := c.lockForWrite(false)
 	if err != nil {
-		c.mu.Lock()
+		if err := c.lockLive(); err != nil {
+			return err // closed meanwhile: nothing would write it
+		}
 		c.idx.Load().put(key, value, h, 0, c.gen.Load())
 		c.pending[string(key)] = bytes.Clone(value)
 		c.mu.Unlock()
@@ -261,12 +265,11 @@ func (c *Cache) needCompact() bool {
 // storage.
 func (c *Cache) Save() error {
 	if c.mode == ModeOff {
-		return nil
+		return c.live()
 	}
-	if c.closed.Load() {
-		return ErrClosed
+	if err := c.lockLive(); err != nil {
+		return err
 	}
-	c.mu.Lock()
 	ro, pending := c.readOnly, len(c.pending)
 	c.mu.Unlock()
 	if ro {
@@ -297,7 +300,9 @@ func (c *Cache) Save() error {
 			c.warnf("remote flush: %v", err) // the remote tier fails open
 		}
 	}
-	c.mu.Lock()
+	if err := c.lockLive(); err != nil {
+		return err // closed meanwhile: Close does not fsync
+	}
 	defer c.mu.Unlock()
 	return c.syncLocked()
 }

@@ -22,6 +22,10 @@
 // a closed, stale or garbage handle is rejected with CONVCACHE_E_HANDLE
 // instead of being dereferenced (the C hit path checks the whole token
 // against the shared handle it finds, and otherwise leaves the call to Go).
+// A close takes the token out of the table, clears the C hit path's slot if
+// it still holds that handle (an open may have taken the slot meanwhile),
+// then closes the engine's handle, which any call that got it before races
+// safely (cache/lifecycle.go).
 // No Go pointer is handed to C but the pinned ones above, nothing panics
 // across the boundary (each export recovers and returns
 // CONVCACHE_E_INTERNAL), and errors are described in a per-thread buffer

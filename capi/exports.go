@@ -121,13 +121,12 @@ func ccgo_open(o *C.convcache_options, out *C.uintptr_t) (rc C.int) {
 	if err != nil {
 		return code(err)
 	}
-	tok, ok := handles.add(c)
+	tok, ok := openHandle(c)
 	if !ok {
 		c.Close()
 		setError("convcache: too many open handles")
 		return C.CONVCACHE_E_INVALID
 	}
-	publishHandle(c, tok)
 	*out = C.uintptr_t(tok)
 	return C.CONVCACHE_OK
 }
@@ -136,11 +135,8 @@ func ccgo_open(o *C.convcache_options, out *C.uintptr_t) (rc C.int) {
 func ccgo_close(tok C.uintptr_t) {
 	var rc C.int
 	defer guard(&rc)
-	if c := handles.remove(uintptr(tok)); c != nil {
-		unpublishHandle(uintptr(tok))
-		if err := c.Close(); err != nil {
-			setError(err.Error())
-		}
+	if err := closeHandle(uintptr(tok)); err != nil {
+		setError(err.Error())
 	}
 	published.reclaim()
 }

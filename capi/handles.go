@@ -80,6 +80,37 @@ func (t *handleTable) add(c *cache.Cache) (uintptr, bool) {
 	return uintptr(gen<<slotBits | slot), true
 }
 
+// openHandle gives c a token and makes its hits answerable in C under it.
+func openHandle(c *cache.Cache) (uintptr, bool) {
+	tok, ok := handles.add(c)
+	if ok {
+		publishHandle(c, tok)
+	}
+	return tok, ok
+}
+
+// closeHandle closes tok's cache, if tok is open. The token leaves the
+// table first: calls that look it up from then on get CONVCACHE_E_HANDLE,
+// and an open may take its slot. Then its C hit path goes (the C table's
+// slot is cleared only if it still holds this handle: publish.go), then
+// Close, which calls that got the cache before the removal race (their
+// answers: cache/lifecycle.go).
+func closeHandle(tok uintptr) error {
+	c := handles.remove(tok)
+	if c == nil {
+		return nil
+	}
+	if hook := testHookRemoved.Load(); hook != nil {
+		(*hook)()
+	}
+	unpublishHandle(tok)
+	return c.Close()
+}
+
+// testHookRemoved, when a test sets it, runs in closeHandle between the
+// removal from the table and the clearing of the C hit path.
+var testHookRemoved atomic.Pointer[func()]
+
 // remove unregisters tok and returns its cache, or nil if tok is not open.
 func (t *handleTable) remove(tok uintptr) *cache.Cache {
 	t.mu.Lock()

@@ -20,8 +20,17 @@
  * on every thread of the process before it returns (the scheme of
  * userspace RCU's "memb" flavour; registering for it takes a kernel grace
  * period, so it is done on a goroutine once a handle opens, not at load).
- * Where membarrier is unavailable, readers fence themselves (slower, same
- * guarantee).
+ * Where membarrier is unavailable, or its registration is refused (a
+ * nohz_full kernel, a seccomp filter), readers fence themselves (slower,
+ * same guarantee). Until the registration has said which (ccx_mode),
+ * readers fence and nothing is reclaimed: a reader that skipped its fence
+ * must never meet a writer that did not run the barrier.
+ *
+ * A thread's record is its own from its first hit until it exits (a
+ * pthread key's destructor gives it back). A hit from a destructor that
+ * runs after that one (another library's, at thread exit) borrows a free
+ * record for the one read: it never uses the record it gave back, which a
+ * new thread may hold by then.
  *
  * Forked children. A child forked after the library started has one thread
  * and no Go runtime: nothing changes the index it inherited, so it may read
@@ -30,6 +39,7 @@
  * there from what the parent had (ccx_peek, told by its caller).
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -182,9 +192,20 @@ uint64_t ccx_hash(const void *data, size_t len) {
 struct ccx_reader {
     uint64_t active;          /* the epoch it entered at; 0 outside */
     uint32_t id;              /* its hit-counter stripe (below 64: its own) */
-    int used;                 /* a live thread owns it; guarded by ccx_rmu */
+    int used;                 /* a thread holds it; guarded by ccx_rmu */
     struct ccx_reader *next;  /* records are never freed, only reused */
 } __attribute__((aligned(64)));
+
+/* How readers and the writer order their accesses. Readers fence in the
+ * first two; the writer reclaims in all but the first. The mode starts
+ * PENDING (or FENCE, where the kernel offers no barrier) and changes once,
+ * when ccx_register_membarrier has tried to register. */
+enum {
+    CCX_PENDING, /* not registered yet: readers fence, nothing is reclaimed */
+    CCX_FENCE,   /* no barrier: readers fence, the writer fences */
+    CCX_PRIVATE, /* readers do not fence; the writer runs MEMBARRIER_CMD_PRIVATE_EXPEDITED */
+    CCX_GLOBAL,  /* readers do not fence; the writer runs MEMBARRIER_CMD_GLOBAL */
+};
 
 static uint64_t ccx_epoch = 1;
 static struct ccx_reader *ccx_readers; /* list head; written under ccx_rmu */
@@ -192,48 +213,22 @@ static uint32_t ccx_nreaders;
 static pthread_mutex_t ccx_rmu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t ccx_rkey;
 static int ccx_rkey_ok;
-static int ccx_fence; /* membarrier unavailable: readers fence */
-static int ccx_query; /* what MEMBARRIER_CMD_QUERY said */
-static int ccx_mb;    /* the writer's barrier: 0 not yet registered, 1 private expedited, 2 global, 3 none */
+static int ccx_mode;    /* CCX_*: read by every reader (relaxed), set once by the registration */
+static int ccx_query;   /* what MEMBARRIER_CMD_QUERY said */
+static int ccx_refuse;  /* tests: membarrier refuses all but the query (ccx_test_refuse_membarrier) */
 static __thread struct ccx_reader *ccx_me __attribute__((tls_model("initial-exec")));
+static __thread int ccx_gone __attribute__((tls_model("initial-exec"))); /* the thread gave its record back: it is exiting */
 
-static int membarrier(int cmd) { return (int)syscall(__NR_membarrier, cmd, 0, 0); }
-
-static void ccx_release(void *p) {
-    struct ccx_reader *r = p;
-    __atomic_store_n(&r->active, 0, __ATOMIC_RELEASE);
-    pthread_mutex_lock(&ccx_rmu);
-    r->used = 0;
-    pthread_mutex_unlock(&ccx_rmu);
+static int membarrier(int cmd) {
+    if (UNLIKELY(__atomic_load_n(&ccx_refuse, __ATOMIC_RELAXED)) && cmd != MEMBARRIER_CMD_QUERY) {
+        errno = EPERM;
+        return -1;
+    }
+    return (int)syscall(__NR_membarrier, cmd, 0, 0);
 }
 
-__attribute__((constructor)) static void ccx_init(void) {
-    ccx_rkey_ok = pthread_key_create(&ccx_rkey, ccx_release) == 0;
-    /* Only the query here: registering takes a grace period of the kernel's
-     * (8 ms measured), which every process start would pay. Go registers
-     * on a goroutine once a handle opens (ccx_register_membarrier); until
-     * then nothing is reclaimed. Readers need nothing registered. */
-    ccx_query = membarrier(MEMBARRIER_CMD_QUERY);
-    ccx_fence = !(ccx_query > 0 &&
-                  (ccx_query & (MEMBARRIER_CMD_PRIVATE_EXPEDITED | MEMBARRIER_CMD_GLOBAL)));
-}
-
-void ccx_register_membarrier(void) {
-    int mb = 3; /* a fencing reader needs no barrier; otherwise, if all fails, never reclaim */
-    if (ccx_fence)
-        mb = 0;
-    else if ((ccx_query & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
-             membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0)
-        mb = 1;
-    else if (ccx_query & MEMBARRIER_CMD_GLOBAL)
-        mb = 2;
-    __atomic_store_n(&ccx_mb, mb, __ATOMIC_RELEASE);
-}
-
-/* The calling thread's record, made on its first hit. NULL if none can be
- * made (no memory): the caller then goes into Go. */
-static __attribute__((noinline)) struct ccx_reader *ccx_register(void) {
-    if (!ccx_rkey_ok) return NULL;
+/* A free record, or a new one, marked used; NULL without memory. */
+static struct ccx_reader *ccx_take(void) {
     pthread_mutex_lock(&ccx_rmu);
     struct ccx_reader *r = ccx_readers;
     while (r && r->used) r = r->next;
@@ -248,8 +243,57 @@ static __attribute__((noinline)) struct ccx_reader *ccx_register(void) {
     }
     if (r) r->used = 1;
     pthread_mutex_unlock(&ccx_rmu);
+    return r;
+}
+
+static void ccx_put(struct ccx_reader *r) {
+    __atomic_store_n(&r->active, 0, __ATOMIC_RELEASE);
+    pthread_mutex_lock(&ccx_rmu);
+    r->used = 0;
+    pthread_mutex_unlock(&ccx_rmu);
+}
+
+/* The key's destructor, at thread exit, on the exiting thread: the record
+ * goes back, and the thread never uses it again (ccx_read_slow). */
+static void ccx_release(void *p) {
+    struct ccx_reader *r = p;
+    if (ccx_me == r) ccx_me = NULL;
+    ccx_gone = 1;
+    ccx_put(r);
+}
+
+__attribute__((constructor)) static void ccx_init(void) {
+    ccx_rkey_ok = pthread_key_create(&ccx_rkey, ccx_release) == 0;
+    /* Only the query here: registering takes a grace period of the kernel's
+     * (8 ms measured), which every process start would pay. Go registers
+     * on a goroutine once a handle opens (ccx_register_membarrier); until
+     * then readers fence and nothing is reclaimed. */
+    ccx_query = membarrier(MEMBARRIER_CMD_QUERY);
+    int offered = ccx_query > 0 && (ccx_query & (MEMBARRIER_CMD_PRIVATE_EXPEDITED | MEMBARRIER_CMD_GLOBAL));
+    __atomic_store_n(&ccx_mode, offered ? CCX_PENDING : CCX_FENCE, __ATOMIC_RELEASE);
+}
+
+void ccx_register_membarrier(void) {
+    if (__atomic_load_n(&ccx_mode, __ATOMIC_ACQUIRE) != CCX_PENDING) return;
+    /* Each barrier is tried once here: a filter may refuse the command and
+     * not the registration. Where every one fails, readers keep fencing. */
+    int mode = CCX_FENCE;
+    if ((ccx_query & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
+        membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0 &&
+        membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0)
+        mode = CCX_PRIVATE;
+    else if ((ccx_query & MEMBARRIER_CMD_GLOBAL) && membarrier(MEMBARRIER_CMD_GLOBAL) == 0)
+        mode = CCX_GLOBAL;
+    __atomic_store_n(&ccx_mode, mode, __ATOMIC_SEQ_CST);
+}
+
+/* The calling thread's record, made on its first hit. NULL if none can be
+ * made (no memory, or the thread is exiting). */
+static struct ccx_reader *ccx_register(void) {
+    if (!ccx_rkey_ok || ccx_gone) return NULL;
+    struct ccx_reader *r = ccx_take();
     if (r && pthread_setspecific(ccx_rkey, r) != 0) {
-        ccx_release(r);
+        ccx_put(r);
         r = NULL;
     }
     ccx_me = r;
@@ -259,12 +303,17 @@ static __attribute__((noinline)) struct ccx_reader *ccx_register(void) {
 uint64_t ccx_retire_epoch(void) { return __atomic_add_fetch(&ccx_epoch, 1, __ATOMIC_SEQ_CST); }
 
 uint64_t ccx_safe_epoch(void) {
-    if (!ccx_fence) {
-        int mb = __atomic_load_n(&ccx_mb, __ATOMIC_ACQUIRE);
-        if (mb == 1 ? membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0
-            : mb == 2 ? membarrier(MEMBARRIER_CMD_GLOBAL) != 0
-                      : 1) /* not registered yet, or no barrier at all */
-            return 0;
+    switch (__atomic_load_n(&ccx_mode, __ATOMIC_ACQUIRE)) {
+    case CCX_PENDING: /* a reader may read PRIVATE next, and skip its fence */
+        return 0;
+    case CCX_PRIVATE:
+        if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) return 0;
+        break;
+    case CCX_GLOBAL:
+        if (membarrier(MEMBARRIER_CMD_GLOBAL) != 0) return 0;
+        break;
+    default: /* CCX_FENCE: every reader fenced */
+        break;
     }
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     uint64_t safe = UINT64_MAX;
@@ -288,6 +337,22 @@ void ccx_test_enter(void) {
 
 void ccx_test_exit(void) {
     if (ccx_me) __atomic_store_n(&ccx_me->active, 0, __ATOMIC_RELEASE);
+}
+
+/* For capi's tests: make membarrier refuse everything but the query, as a
+ * seccomp filter or a nohz_full kernel does, before it registers. */
+void ccx_test_refuse_membarrier(void) { __atomic_store_n(&ccx_refuse, 1, __ATOMIC_RELAXED); }
+
+int ccx_test_mode(void) { return __atomic_load_n(&ccx_mode, __ATOMIC_ACQUIRE); }
+
+/* For capi's tests: 1 if the calling thread holds a record, 0 if it has
+ * none, -1 if the record it would read with was given back. */
+int ccx_test_reader_state(void) {
+    if (!ccx_me) return 0;
+    pthread_mutex_lock(&ccx_rmu);
+    int used = ccx_me->used;
+    pthread_mutex_unlock(&ccx_rmu);
+    return used ? 1 : -1;
 }
 
 /* ---- the handle table --------------------------------------------------- */
@@ -316,10 +381,21 @@ void ccx_handle_set(uintptr_t token, void *handle) {
     pthread_mutex_unlock(&ccx_hmu);
 }
 
+/* Clears the slot only if it still holds token's handle: once a close has
+ * given the slot back (capi/handles.go), an open may take it and publish a
+ * handle of its own there before this runs. The handle found is live: each
+ * handle is cleared from its slot, here, before its Close retires it. */
 void ccx_handle_clear(uintptr_t token) {
     uint32_t slot = token & ((1u << CCX_SLOT_BITS) - 1);
-    struct ccx_handle **b = __atomic_load_n(&ccx_blocks[slot >> CCX_BLOCK_BITS], __ATOMIC_ACQUIRE);
-    if (b) __atomic_store_n(&b[slot & (CCX_BLOCK_SIZE - 1)], NULL, __ATOMIC_RELEASE);
+    pthread_mutex_lock(&ccx_hmu);
+    struct ccx_handle **b = ccx_blocks[slot >> CCX_BLOCK_BITS];
+    if (b) {
+        struct ccx_handle **p = &b[slot & (CCX_BLOCK_SIZE - 1)];
+        struct ccx_handle *hd = *p;
+        if (hd && __atomic_load_n(&hd->token, __ATOMIC_RELAXED) == token)
+            __atomic_store_n(p, NULL, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&ccx_hmu);
 }
 
 /* ---- the hit ------------------------------------------------------------ */
@@ -369,19 +445,41 @@ static inline int ccx_lookup(uintptr_t token, const uint8_t *key, size_t key_len
     }
 }
 
-/* A lookup inside a reader's critical section (see the top of this file). */
-static inline int ccx_read(uintptr_t token, const void *key, size_t key_len, void *value,
-                           size_t value_cap, size_t *value_len, int serve_cold) {
-    struct ccx_reader *me = ccx_me;
-    if (UNLIKELY(!me) && !(me = ccx_register())) return 0;
+/* A lookup inside a reader's critical section, on record me (see the top
+ * of this file). */
+static inline int ccx_read_as(struct ccx_reader *me, uintptr_t token, const void *key,
+                              size_t key_len, void *value, size_t value_cap, size_t *value_len,
+                              int serve_cold) {
     __atomic_store_n(&me->active, __atomic_load_n(&ccx_epoch, __ATOMIC_ACQUIRE), __ATOMIC_RELAXED);
-    if (UNLIKELY(ccx_fence))
+    if (UNLIKELY(__atomic_load_n(&ccx_mode, __ATOMIC_RELAXED) < CCX_PRIVATE))
         __atomic_thread_fence(__ATOMIC_SEQ_CST);
     else
         __atomic_signal_fence(__ATOMIC_SEQ_CST); /* the writer's membarrier orders the rest */
     int rc = ccx_lookup(token, key, key_len, value, value_cap, value_len, serve_cold, me);
     __atomic_store_n(&me->active, 0, __ATOMIC_RELEASE);
     return rc;
+}
+
+/* The first read of a thread: it makes the thread's record. A thread that
+ * has none and may not make one (it is exiting: its record went back, and
+ * a new thread may hold it now) borrows a free record for this read. 0 when
+ * there is no memory for a record: Go answers. */
+static __attribute__((noinline)) int ccx_read_slow(uintptr_t token, const void *key, size_t key_len,
+                                                   void *value, size_t value_cap, size_t *value_len,
+                                                   int serve_cold) {
+    struct ccx_reader *me = ccx_register();
+    if (me) return ccx_read_as(me, token, key, key_len, value, value_cap, value_len, serve_cold);
+    if (!(me = ccx_take())) return 0;
+    int rc = ccx_read_as(me, token, key, key_len, value, value_cap, value_len, serve_cold);
+    ccx_put(me);
+    return rc;
+}
+
+static inline int ccx_read(uintptr_t token, const void *key, size_t key_len, void *value,
+                           size_t value_cap, size_t *value_len, int serve_cold) {
+    struct ccx_reader *me = ccx_me;
+    if (UNLIKELY(!me)) return ccx_read_slow(token, key, key_len, value, value_cap, value_len, serve_cold);
+    return ccx_read_as(me, token, key, key_len, value, value_cap, value_len, serve_cold);
 }
 
 int ccx_hit(uintptr_t token, const void *key, size_t key_len, void *value, size_t value_cap,

@@ -56,25 +56,36 @@ int ccx_hit(uintptr_t token, const void *key, size_t key_len, void *value, size_
 int ccx_peek(uintptr_t token, const void *key, size_t key_len, void *value, size_t value_cap,
              size_t *value_len, int forked);
 
-/* The handle table: token -> shared handle. */
+/* The handle table: token -> shared handle. ccx_handle_clear clears the
+ * token's slot only if it holds that token's handle. */
 void ccx_handle_set(uintptr_t token, void *handle);
 void ccx_handle_clear(uintptr_t token);
 
 /* Epochs. ccx_retire_epoch starts a new epoch and returns it: memory
  * unpublished before the call is tagged with it. ccx_safe_epoch returns an
  * epoch E such that everything tagged E or lower can be freed (0: nothing,
- * when membarrier fails). */
+ * before the registration has said how readers are ordered, or when a
+ * barrier that registered fails). */
 uint64_t ccx_retire_epoch(void);
 uint64_t ccx_safe_epoch(void);
 
-/* Registers the writer's membarrier(2) (slow: a kernel grace period).
- * Until it returns, ccx_safe_epoch says nothing is safe. Once per process. */
+/* Registers the writer's membarrier(2) (slow: a kernel grace period), or,
+ * where it is refused, makes readers fence for good. Until it returns,
+ * readers fence and ccx_safe_epoch says nothing is safe. Once per process. */
 void ccx_register_membarrier(void);
 
 /* For the tests: the calling thread enters a reader's critical section and
  * stays until ccx_test_exit. */
 void ccx_test_enter(void);
 void ccx_test_exit(void);
+
+/* For the tests: membarrier refuses every command but the query from now
+ * on; how readers and the writer are ordered now (0 pending, 1 readers
+ * fence, 2 and 3 membarrier); 1 if the calling thread holds a reader
+ * record, 0 if it has none, -1 if the one it would read with went back. */
+void ccx_test_refuse_membarrier(void);
+int ccx_test_mode(void);
+int ccx_test_reader_state(void);
 
 /* Layout facts for the tests (publish.go: sharedLayout). */
 size_t ccx_layout(const char *name);

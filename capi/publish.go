@@ -89,8 +89,9 @@ func publishHandle(c *cache.Cache, tok uintptr) {
 	}
 }
 
-// unpublishHandle stops C hits under tok; the handle's memory is retired by
-// its Close.
+// unpublishHandle stops C hits under tok, if its slot still holds tok's
+// handle (an open may have taken the slot since the token left the handle
+// table); the handle's memory is retired by its Close.
 func unpublishHandle(tok uintptr) {
 	C.ccx_handle_clear(C.uintptr_t(tok))
 }

@@ -1,6 +1,7 @@
-# Run by `cmake --install` (see CMakeLists.txt): writes convcache.pc and the
-# CMake package config for the prefix being installed to, from the same
-# templates `make install` uses (convcache.pc.in, cmake/*.cmake.in), then runs
+# Run by `cmake --install` (see CMakeLists.txt): writes convcache.pc, the
+# CMake package config and convcache_install.h for the prefix being
+# installed to, from the same templates `make install` uses (convcache.pc.in,
+# cmake/*.in, through mk/install-header.sh for the header), then runs
 # ldconfig or says what to do, as `make install` does (mk/ldconfig.sh).
 #
 # In: CMAKE_INSTALL_PREFIX (the install-time prefix), CONVCACHE_SOURCE_DIR,
@@ -32,6 +33,14 @@ configure_file("${CONVCACHE_SOURCE_DIR}/cmake/convcacheConfig.cmake.in" "${_out}
 configure_file("${CONVCACHE_SOURCE_DIR}/cmake/convcacheConfigVersion.cmake.in"
                "${_out}/convcacheConfigVersion.cmake" @ONLY)
 
+execute_process(COMMAND sh "${CONVCACHE_SOURCE_DIR}/mk/install-header.sh" "${_full_LIBDIR}"
+                        "${CONVCACHE_SOURCE_DIR}/cmake/convcache_install.h.in"
+                OUTPUT_FILE "${_out}/convcache_install.h" RESULT_VARIABLE _rc)
+if(NOT _rc EQUAL 0)
+  message(FATAL_ERROR "convcache: mk/install-header.sh failed")
+endif()
+
+file(INSTALL DESTINATION "${_full_INCLUDEDIR}" TYPE FILE FILES "${_out}/convcache_install.h")
 file(INSTALL DESTINATION "${_full_LIBDIR}/pkgconfig" TYPE FILE FILES "${_out}/convcache.pc")
 file(INSTALL DESTINATION "${_full_LIBDIR}/cmake/convcache" TYPE FILE
      FILES "${_out}/convcacheConfig.cmake" "${_out}/convcacheConfigVersion.cmake")

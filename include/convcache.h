@@ -3,8 +3,9 @@
  * choices (cuDNN benchmark results), or of any small opaque key/value pair.
  *
  * Link with -lconvcache (pkg-config: convcache). Every function is safe to
- * call from many threads at once, on one handle or several, and any number
- * of processes may open the same file.
+ * call from many threads at once, on one handle or several, convcache_close
+ * included (see there), and any number of processes may open the same
+ * file.
  *
  * Conventions
  *   - Functions return 0 (CONVCACHE_OK) or a positive status on success and
@@ -170,7 +171,7 @@ typedef convcache convcache_handle;
  *
  * Environment: CONVCACHE_DISABLE, CONVCACHE_MODE, CONVCACHE_LOCK_TIMEOUT_MS,
  * CONVCACHE_BUILD_TIMEOUT_MS, CONVCACHE_MAX_BYTES, CONVCACHE_MAX_ENTRIES and
- * CONVCACHE_TRUST_SHARED (see the README). A nonsense value prints one
+ * CONVCACHE_TRUST_SHARED (see docs/environment.md). A nonsense value prints one
  * warning on stderr and its default is used. In a privileged process
  * (AT_SECURE: set-user-ID, set-group-ID or file capabilities) no variable
  * is read, as with secure_getenv: the defaults apply, and there is no
@@ -248,8 +249,21 @@ CONVCACHE_API int convcache_open_ex(const convcache_options *opts, convcache_han
 /*
  * convcache_close - write what can be written without waiting long, and
  * release the handle. Does not fsync (call convcache_save for that).
- * Accepts NULL and already-closed handles. Must not race with other calls
- * on the same handle.
+ * Accepts NULL and already-closed handles.
+ *
+ * Other calls on the handle may race it, from any thread (a host's static
+ * destructors closing a handle while its threads still find, a thread
+ * exiting mid-call): each call that races the close either completes as
+ * it would have before the close, or returns CONVCACHE_E_HANDLE
+ * (convcache_peek: 0, a miss); every call made after it returns
+ * CONVCACHE_E_HANDLE. None crashes, none leaves a file descriptor, a lock
+ * or pinned memory behind, and none reaches another handle: a handle's
+ * value carries a generation, so an open that reuses its slot gets another
+ * one. A convcache_save that returns CONVCACHE_E_HANDLE may not have
+ * synced (the close does not fsync); a convcache_get_or_create whose
+ * handle closes while its builder runs returns CONVCACHE_E_HANDLE, and the
+ * value is not stored. This holds for every function taking a handle, and
+ * for the C++ interface and drop-ins built on them.
  */
 CONVCACHE_API void convcache_close(convcache_handle *c);
 
@@ -427,7 +441,7 @@ CONVCACHE_API int convcache_stats(convcache_handle *c, struct convcache_stats *o
  * count, driver, cuDNN and CUDA runtime versions, and $CONVCACHE_TAG).
  * $CONVCACHE_SCOPE, when set and not empty, is written instead, whatever
  * the device. Pass the result to convcache_open as the scope. The format
- * (version cc1, documented in the README) is
+ * (version cc1, documented in docs/c-api.md) is
  *
  *   cc1;gpu=NAME;cc=MAJOR.MINOR;sms=N;driver=N;cudnn=N;cudart=N[;tag=TAG]
  *

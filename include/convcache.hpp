@@ -28,6 +28,7 @@
 
 #include "convcache.h"
 
+#include <atomic>
 #include <cstddef>
 #include <cstring>
 #include <stdexcept>
@@ -204,8 +205,10 @@ inline std::string cudnn_scope(int device) {
 /*
  * Cache: an open cache file seen through one scope. Move-only; the
  * destructor closes the handle (convcache_close: writes what can be written
- * without waiting long, never throws). Safe to share between threads,
- * except that close(), moves and destruction must not race with other calls.
+ * without waiting long, never throws). Safe to share between threads. A
+ * call racing close() completes as before the close or throws handle_error
+ * (or, once the Cache is empty, invalid_error), as convcache.h says of the
+ * handle; moves and destruction must not race with other calls.
  */
 class Cache {
 public:
@@ -214,25 +217,25 @@ public:
 
     /* Opens path (nullptr: the default file) under scope (nullptr:
      * $CONVCACHE_SCOPE or "default"); throws on failure. */
-    explicit Cache(const char *path, const char *scope = nullptr) : h_(convcache::open(path, scope)) {}
+    explicit Cache(const char *path, const char *scope = nullptr) : h_{convcache::open(path, scope)} {}
 
     /* Opens with options; throws on failure. */
-    explicit Cache(const convcache_options &opts) : h_(convcache::open(opts)) {}
+    explicit Cache(const convcache_options &opts) : h_{convcache::open(opts)} {}
 
     /* Takes ownership of an open handle. */
     static Cache adopt(convcache_handle *h) noexcept {
         Cache c;
-        c.h_ = h;
+        c.h_.store(h, std::memory_order_release);
         return c;
     }
 
     ~Cache() noexcept { close(); }
 
-    Cache(Cache &&o) noexcept : h_(std::exchange(o.h_, nullptr)) {}
+    Cache(Cache &&o) noexcept : h_{o.release()} {}
     Cache &operator=(Cache &&o) noexcept {
         if (this != &o) {
             close();
-            h_ = std::exchange(o.h_, nullptr);
+            h_.store(o.release(), std::memory_order_release);
         }
         return *this;
     }
@@ -240,21 +243,21 @@ public:
     Cache &operator=(const Cache &) = delete;
 
     /* The C handle, for the C API; nullptr when empty. Still owned here. */
-    convcache_handle *handle() const noexcept { return h_; }
-    explicit operator bool() const noexcept { return h_ != nullptr; }
+    convcache_handle *handle() const noexcept { return h_.load(std::memory_order_acquire); }
+    explicit operator bool() const noexcept { return handle() != nullptr; }
 
     /* Gives up ownership of the handle and returns it. */
-    convcache_handle *release() noexcept { return std::exchange(h_, nullptr); }
+    convcache_handle *release() noexcept { return h_.exchange(nullptr, std::memory_order_acq_rel); }
 
     /* Closes the handle now; the Cache becomes empty. */
     void close() noexcept {
-        if (h_) convcache_close(std::exchange(h_, nullptr));
+        if (convcache_handle *h = release()) convcache_close(h);
     }
 
     /* As convcache::find (on an empty Cache: invalid_error). */
     bool find(const void *key, std::size_t key_len, void *value, std::size_t value_cap,
               std::size_t *value_len) const {
-        return convcache::find(h_, key, key_len, value, value_cap, value_len);
+        return convcache::find(handle(), key, key_len, value, value_cap, value_len);
     }
 
     /* Typed find: the key is K's bytes; a hit whose value is not exactly
@@ -264,7 +267,7 @@ public:
         static_assert(std::is_trivially_copyable<K>::value && std::is_trivially_copyable<V>::value,
                       "convcache keys and values are bytes: use trivially copyable types");
         std::size_t n = 0;
-        int rc = convcache_find(h_, &key, sizeof key, value, sizeof *value, &n);
+        int rc = convcache_find(handle(), &key, sizeof key, value, sizeof *value, &n);
         if (rc == CONVCACHE_E_RANGE) return false;
         if (rc < 0) error::raise("convcache_find", rc);
         return rc == CONVCACHE_HIT && n == sizeof *value;
@@ -272,21 +275,21 @@ public:
 
     /* As convcache::insert. */
     int insert(const void *key, std::size_t key_len, const void *value, std::size_t value_len) {
-        return convcache::insert(h_, key, key_len, value, value_len);
+        return convcache::insert(handle(), key, key_len, value, value_len);
     }
     template <class K, class V>
     int insert(const K &key, const V &value) {
         static_assert(std::is_trivially_copyable<K>::value && std::is_trivially_copyable<V>::value,
                       "convcache keys and values are bytes: use trivially copyable types");
-        return convcache::insert(h_, &key, sizeof key, &value, sizeof value);
+        return convcache::insert(handle(), &key, sizeof key, &value, sizeof value);
     }
 
-    void load() { convcache::load(h_); }
-    void save() { convcache::save(h_); }
-    struct convcache_stats stats() const { return convcache::stats(h_); }
+    void load() { convcache::load(handle()); }
+    void save() { convcache::save(handle()); }
+    struct convcache_stats stats() const { return convcache::stats(handle()); }
 
 private:
-    convcache_handle *h_ = nullptr;
+    std::atomic<convcache_handle *> h_{nullptr}; /* atomic: close() may race other calls */
 };
 
 } // namespace convcache

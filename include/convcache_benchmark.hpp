@@ -4,7 +4,7 @@
  * find(const Params&, T*), void insert(const Params&, const T&), int load(),
  * int save(), plus getOrCreate(params, builder) for OpenVINO-style executor
  * caches. Part of the C++ interface: convcache.hpp includes it, and it may
- * be included first. docs/cxx-design.md explains the design; in brief:
+ * be included first. docs/cxx.md explains the design; in brief:
  *
  *   - find() asks the library, whose hit path is answered in C from the one
  *     index of the process (no Go, no lock): there is no second map, so a
@@ -15,8 +15,10 @@
  *     no handle for the device, a child forked after the library started (a
  *     PyTorch DataLoader worker: hits come from the index the parent had at
  *     the fork, through convcache_peek, and the child's own inserts stay in
- *     the child), CONVCACHE_MODE_RECACHE (which ignores the library's hits).
- *     It is empty otherwise.
+ *     the child), CONVCACHE_MODE_RECACHE (which ignores the library's
+ *     hits), a handle closed under it (CONVCACHE_E_HANDLE: a host whose
+ *     static destructors close the Cache while its threads still run
+ *     convolutions). It is empty otherwise.
  *   - find() never throws on a miss; a stored value of another size than T is
  *     a miss, which insert() replaces. insert() does not throw when the
  *     library kept the value (CONVCACHE_PENDING, E_READONLY, E_NOSPC).
@@ -121,7 +123,7 @@ public:
             }
             return false;
         }
-        if (rc >= 0 || rc == CONVCACHE_E_RANGE) return false;
+        if (rc >= 0 || rc == CONVCACHE_E_RANGE || rc == CONVCACHE_E_HANDLE) return false;
         error::raise("convcache_find", rc);
     }
 
@@ -138,7 +140,7 @@ public:
                 if (count_.load(std::memory_order_relaxed)) put(params, results, false, true);
                 return;
             }
-            if (rc != CONVCACHE_E_FORKED && !insert_kept(rc)) {
+            if (rc != CONVCACHE_E_FORKED && rc != CONVCACHE_E_HANDLE && !insert_kept(rc)) {
                 put(params, results, true, false);
                 error::raise("convcache_insert", rc);
             }
@@ -147,13 +149,14 @@ public:
     }
 
     /* Picks up what other processes wrote (convcache_load on each handle
-     * opened so far). Returns 0, or CONVCACHE_E_FORKED in a forked child;
-     * throws on failures (io_error, format_error, corrupt_error). */
+     * opened so far). Returns 0, CONVCACHE_E_FORKED in a forked child, or
+     * CONVCACHE_E_HANDLE for a handle closed under it; throws on failures
+     * (io_error, format_error, corrupt_error). */
     int load() {
         int soft = 0;
         each_handle([&](convcache_handle *c) {
             int rc = convcache_load(c);
-            if (rc == CONVCACHE_E_FORKED) soft = rc;
+            if (rc == CONVCACHE_E_FORKED || rc == CONVCACHE_E_HANDLE) soft = rc;
             else if (rc < 0) error::raise("convcache_load", rc);
         });
         return soft;
@@ -163,14 +166,15 @@ public:
      * Returns 0, or one of the
      * codes under which nothing is lost and the host should carry on:
      * CONVCACHE_E_LOCK (lock busy: retry later), CONVCACHE_E_READONLY,
-     * CONVCACHE_E_NOSPC (kept in memory), CONVCACHE_E_FORKED. Throws for
-     * other failures (io_error, ...). */
+     * CONVCACHE_E_NOSPC (kept in memory), CONVCACHE_E_FORKED,
+     * CONVCACHE_E_HANDLE (a handle closed under it). Throws for other
+     * failures (io_error, ...). */
     int save() {
         int soft = 0;
         each_handle([&](convcache_handle *c) {
             int rc = convcache_save(c);
             if (rc == CONVCACHE_E_LOCK || rc == CONVCACHE_E_READONLY || rc == CONVCACHE_E_NOSPC ||
-                rc == CONVCACHE_E_FORKED) {
+                rc == CONVCACHE_E_FORKED || rc == CONVCACHE_E_HANDLE) {
                 if (!soft) soft = rc;
             } else if (rc < 0) {
                 error::raise("convcache_save", rc);
@@ -213,8 +217,9 @@ public:
             if (rc == CONVCACHE_E_FORKED &&
                 convcache_peek(c, k.b, klen, &v, sizeof(T), &n) == CONVCACHE_HIT && n == sizeof(T))
                 return {v, true};
-            /* A value of another size, or a forked child: build it here. */
-            if (rc < 0 && rc != CONVCACHE_E_RANGE && rc != CONVCACHE_E_FORKED)
+            /* A value of another size, a forked child, a closed handle:
+             * build it here. */
+            if (rc < 0 && rc != CONVCACHE_E_RANGE && rc != CONVCACHE_E_FORKED && rc != CONVCACHE_E_HANDLE)
                 error::raise("convcache_get_or_create", rc);
         }
         v = builder(params);

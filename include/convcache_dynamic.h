@@ -12,16 +12,30 @@
  * and Threads::Threads; the convcache::dynamic target carries both).
  *
  * Loading. The first call of any function, from any thread, loads the
- * library exactly once (pthread_once): dlopen("libconvcache.so.1"), found
- * the usual way (LD_LIBRARY_PATH, the run path, ld.so.cache), or the file
- * or name in $CONVCACHE_LIBRARY when that is set and not empty (with no
- * fallback to the default name). Each function is then resolved with
- * dlsym. In a privileged process (AT_SECURE: set-user-ID, set-group-ID or
- * file capabilities) the environment is ignored, as secure_getenv would:
- * $CONVCACHE_LIBRARY and $CONVCACHE_DISABLE are never read, so another
- * user cannot make the program load a library of theirs. (No feature macro
- * is needed from the includer: getauxval comes from <sys/auxv.h>.) The library counts as missing when dlopen fails, when one of the
- * functions of convcache 1.0 is missing from it, or when its
+ * library exactly once (pthread_once), from the first of these that
+ * dlopen opens:
+ *   1. the file or name in $CONVCACHE_LIBRARY, when that is set and not
+ *      empty (then nothing else is tried);
+ *   2. libconvcache.so.1 in CONVCACHE_INSTALL_LIBDIR, the library directory
+ *      of the installation whose headers these are (as a run path would
+ *      name it): a string literal the includer may define, which the CMake
+ *      package's convcache::dynamic target defines, and which
+ *      convcache_install.h, written beside this header by make install and
+ *      cmake --install, defines for every other build (pkg-config's flags,
+ *      a plain -I). Only an absolute path is used: a relative one is
+ *      ignored, and convcache_dynamic_error() says so when nothing loads;
+ *   3. libconvcache.so.1, found the usual way (LD_LIBRARY_PATH, the run
+ *      path, ld.so.cache).
+ * Each function is then resolved with dlsym. In a privileged process
+ * (AT_SECURE: set-user-ID, set-group-ID or file capabilities) the
+ * environment is ignored, as secure_getenv would: $CONVCACHE_LIBRARY and
+ * $CONVCACHE_DISABLE are never read, so another user cannot make the
+ * program load a library of theirs; the installation's directory, fixed
+ * when the program was built, is still tried, as the dynamic loader still
+ * follows an absolute run path. (No feature macro is needed from the
+ * includer: getauxval comes from <sys/auxv.h>.) The library counts as
+ * missing when none of these opens, when one of the functions of convcache
+ * 1.0 is missing from the one that opened, or when its
  * convcache_version_number() has another major version than this header.
  *
  * With the library: every function behaves exactly as documented in
@@ -74,6 +88,16 @@
 
 #ifndef CONVCACHE_DYNAMIC
 #error "convcache_dynamic.h: convcache.h was included without CONVCACHE_DYNAMIC; define it before the first include"
+#endif
+
+/* The installation's library directory, unless the includer gave it
+ * (written by make install and cmake --install; absent from the build
+ * tree and the wheel, whose CMake package defines it). The quoted form
+ * looks beside this header first. */
+#if !defined(CONVCACHE_INSTALL_LIBDIR) && defined(__has_include)
+#if __has_include("convcache_install.h")
+#include "convcache_install.h"
+#endif
 #endif
 
 #include <dlfcn.h>
@@ -177,18 +201,56 @@ static int convcache_dyn_options_size_ok_(size_t n) {
     return 0;
 }
 
+/* dlopen the first of the places the header comment lists that opens;
+ * *path is the one that did, else the last tried. Sets convcache_dyn_why_
+ * when none did. */
+static void *convcache_dyn_open_(const char **path) {
+    const char *env = convcache_dyn_getenv_("CONVCACHE_LIBRARY");
+    if (env && *env) {
+        *path = env;
+        void *lib = dlopen(env, RTLD_NOW | RTLD_LOCAL);
+        const char *e = lib ? NULL : dlerror();
+        if (!lib)
+            snprintf(convcache_dyn_why_, sizeof convcache_dyn_why_, "convcache: %s not loaded: %s", env,
+                     e ? e : "dlopen failed");
+        return lib;
+    }
+    char tried[384] = "";
+#ifdef CONVCACHE_INSTALL_LIBDIR
+    {
+        static char installed[4096];
+        const char *dir = CONVCACHE_INSTALL_LIBDIR;
+        int n = snprintf(installed, sizeof installed, "%s/%s", dir, CONVCACHE_DYN_SONAME);
+        if (dir[0] != '/') {
+            snprintf(tried, sizeof tried, " (CONVCACHE_INSTALL_LIBDIR \"%.200s\" ignored: not an absolute path)", dir);
+        } else if (n < 0 || (size_t)n >= sizeof installed) {
+            snprintf(tried, sizeof tried, " (CONVCACHE_INSTALL_LIBDIR ignored: longer than %u bytes)",
+                     (unsigned)sizeof installed);
+        } else {
+            *path = installed;
+            void *lib = dlopen(installed, RTLD_NOW | RTLD_LOCAL);
+            if (lib) return lib;
+            const char *e = dlerror();
+            snprintf(tried, sizeof tried, " (also tried %.300s)", e ? e : installed);
+        }
+    }
+#endif
+    *path = CONVCACHE_DYN_SONAME;
+    void *lib = dlopen(CONVCACHE_DYN_SONAME, RTLD_NOW | RTLD_LOCAL);
+    const char *e = lib ? NULL : dlerror();
+    if (!lib)
+        snprintf(convcache_dyn_why_, sizeof convcache_dyn_why_, "convcache: %s not loaded: %s%s",
+                 CONVCACHE_DYN_SONAME, e ? e : "dlopen failed", tried);
+    return lib;
+}
+
 static void convcache_dyn_load_(void) {
-    const char *path = convcache_dyn_getenv_("CONVCACHE_LIBRARY");
-    if (!path || !*path) path = CONVCACHE_DYN_SONAME;
+    const char *path = CONVCACHE_DYN_SONAME;
     struct convcache_dyn_api_ api;
     memset(&api, 0, sizeof api);
     const char *missing = NULL;
-    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        const char *e = dlerror();
-        snprintf(convcache_dyn_why_, sizeof convcache_dyn_why_, "convcache: %s not loaded: %s", path,
-                 e ? e : "dlopen failed");
-    } else {
+    void *lib = convcache_dyn_open_(&path);
+    if (lib) {
 #define CONVCACHE_DYN_NEED_(field, name)                                                   \
     if (!missing && !convcache_dyn_sym_(lib, name, &api.field, sizeof api.field)) missing = name
         CONVCACHE_DYN_NEED_(open, "convcache_open");
@@ -209,10 +271,10 @@ static void convcache_dyn_load_(void) {
         convcache_dyn_sym_(lib, "convcache_peek", &api.peek, sizeof api.peek); /* 1.x later */
         if (missing) {
             snprintf(convcache_dyn_why_, sizeof convcache_dyn_why_,
-                     "convcache: %s not used: it has no %s (not a convcache library?)", path, missing);
+                     "convcache: %.400s not used: it has no %s (not a convcache library?)", path, missing);
         } else if (api.version_number() / 10000 != CONVCACHE_VERSION_MAJOR) {
             snprintf(convcache_dyn_why_, sizeof convcache_dyn_why_,
-                     "convcache: %s not used: it is version %s, this program was built for %d.x", path,
+                     "convcache: %.400s not used: it is version %.40s, this program was built for %d.x", path,
                      api.version(), CONVCACHE_VERSION_MAJOR);
             missing = "version";
         }

@@ -19,7 +19,12 @@
  *                        as recorded) and kept in the LRU. A rebuild that
  *                        fails, throws or runs something else is a miss: the
  *                        caller benchmarks as before, and update() replaces
- *                        the stale entry.
+ *                        the stale entry. The choice rebuild gets has
+ *                        workspace 0: a stored size is not verified, so it
+ *                        is not passed on; allocate what the plan says it
+ *                        needs (cudnn_frontend's getWorkspaceSize(), or
+ *                        convcache_engine_plan_choice(p)->workspace for a
+ *                        plan convcache_engine_build_plan made).
  *   update(key, plan)    the LRU (a copy, as PyTorch's), and the plan's
  *                        choice into the file (convcache_engine_from_plan);
  *                        update(key, plan, false) keeps it in the LRU only
@@ -28,7 +33,14 @@
  *   get_or_benchmark(key, rebuild, benchmark)
  *                        find(key, rebuild), else benchmark() -> Plan under
  *                        convcache_get_or_create: threads and processes that
- *                        miss the same key together benchmark it once.
+ *                        miss the same key together benchmark it once, and
+ *                        so do those that meet the same stale choice (one
+ *                        stored that does not rebuild or does not check):
+ *                        they share a build under a key derived from the
+ *                        stale value (the key, "\0stale", the value's
+ *                        64-bit FNV-1a), whose value is the replacement;
+ *                        the one that benchmarks also replaces the choice
+ *                        stored under key.
  *
  * The LRU is bounded as TORCH_CUDNN_V8_API_LRU_CACHE_LIMIT bounds PyTorch's
  * (lru_limit_from_env: default 10000 entries; 0 unbounded; negative turns
@@ -128,7 +140,7 @@ template <class Plan, class Key, class KeyPolicy = identity_key<typename detail:
 class BenchmarkCache {
     using Pod = typename detail::key_pod<Key>::type;
     static_assert(std::is_trivially_copyable<Pod>::value, "v8::BenchmarkCache: the key is stored as its bytes");
-    static_assert(sizeof(Pod) + 65 <= CONVCACHE_KEY_MAX, "v8::BenchmarkCache: key too large");
+    static_assert(sizeof(Pod) + 65 + 14 <= CONVCACHE_KEY_MAX, "v8::BenchmarkCache: key too large");
 
 public:
     static constexpr std::size_t max_name = 64;
@@ -165,27 +177,10 @@ public:
     template <class Rebuild>
     Plan *find(const Key &key, Rebuild &&rebuild) {
         if (Plan *p = find(key)) return p;
-        stale_ = false;
         if (limit_ < 0) return nullptr;
-        convcache_engine_choice c;
-        if (!load(key, &c)) {
-            stats_.misses++;
-            return nullptr;
-        }
-        std::optional<Plan> plan;
-        try {
-            plan = rebuild(static_cast<const convcache_engine_choice &>(c));
-        } catch (const std::exception &) {
-            plan.reset(); /* cudnn_frontend throws when cuDNN refuses: a miss */
-        }
-        if (!plan || convcache_engine_verify(desc_(*plan), &c, nullptr) != CONVCACHE_ENGINE_OK) {
-            stats_.rebuild_failed++;
-            stats_.misses++;
-            stale_ = true;
-            return nullptr;
-        }
-        stats_.file_hits++;
-        return &put(key, std::move(*plan));
+        Stored s;
+        load(key, s);
+        return from_stored(key, s, rebuild);
     }
 
     /* PyTorch's update: keep a copy of plan, and store its choice (unless
@@ -208,30 +203,39 @@ public:
     }
 
     /* find(key, rebuild), else benchmark() -> Plan, once among the threads
-     * and processes that miss key together. benchmark's exceptions
-     * propagate; nothing is stored then. */
+     * and processes that miss key together or meet the same stale choice
+     * for it. benchmark's exceptions propagate; nothing is stored then. */
     template <class Rebuild, class Benchmark>
     Plan *get_or_benchmark(const Key &key, Rebuild &&rebuild, Benchmark &&benchmark) {
-        if (Plan *p = find(key, rebuild)) return p;
+        if (Plan *p = find(key)) return p;
         if (limit_ < 0) return nullptr;
-        /* A stored choice that does not rebuild here would be a "hit" to
-         * get_or_create: benchmark now and replace it. */
-        convcache_handle *h = stale_ ? nullptr : handle_for(key);
-        std::optional<Plan> mine;
-        if (h) {
+        Stored s;
+        load(key, s);
+        if (Plan *p = from_stored(key, s, rebuild)) return p;
+        if (convcache_handle *h = handle_for(key)) {
+            /* Nothing stored: single flight on key. A stale value: on the key
+             * derived from it, since key itself holds a value and would be a
+             * "hit" to get_or_create. */
             KeyBuf k;
             std::size_t klen = library_key(key, k);
+            if (s.present) klen = stale_key(k, klen, s.digest);
+            std::optional<Plan> mine;
             BenchCall<std::remove_reference_t<Benchmark>> call{&benchmark, &mine, desc_, nullptr};
             convcache_engine_choice c;
             std::size_t n = 0;
             int rc = convcache_get_or_create(h, k.b, klen, &decltype(call)::trampoline, &call, &c, sizeof c, &n);
             if (call.thrown) std::rethrow_exception(call.thrown);
-            if (mine) { /* this call benchmarked (and stored the choice) */
-                stats_.stored += rc == CONVCACHE_OK;
+            if (mine) { /* this call benchmarked (and stored the choice under k) */
+                if (s.present)
+                    store(key, *mine); /* replace the stale choice */
+                else
+                    stats_.stored += rc == CONVCACHE_OK;
                 return &put(key, std::move(*mine));
             }
-            if (rc == CONVCACHE_HIT) { /* another thread or process did: rebuild its choice */
-                if (Plan *p = find(key, rebuild)) return p;
+            convcache_engine_choice theirs;
+            if (rc == CONVCACHE_HIT && convcache_engine_check(&c, n, &theirs) == CONVCACHE_ENGINE_OK) {
+                /* another thread or process benchmarked: rebuild its choice */
+                if (Plan *p = rebuild_choice(key, theirs, rebuild)) return p;
             }
         }
         /* No cache, or a choice that does not rebuild here: benchmark. */
@@ -245,8 +249,17 @@ public:
     long lru_limit() const noexcept { return limit_; }
 
 private:
+    /* name NUL key, and for a stale value's flight "\0stale" and its digest */
+    static constexpr char stale_tag[] = {'\0', 's', 't', 'a', 'l', 'e'};
     struct KeyBuf {
-        unsigned char b[max_name + 1 + sizeof(Pod)];
+        unsigned char b[max_name + 1 + sizeof(Pod) + sizeof stale_tag + 8];
+    };
+    /* What the file holds for a key. */
+    struct Stored {
+        bool present = false;     /* a value is stored */
+        bool usable = false;      /* and it checks as a choice: c */
+        std::uint64_t digest = 0; /* of the value (of its length when longer than a choice) */
+        convcache_engine_choice c;
     };
     /* The key's bytes: equality as PyTorch's memcmp, no allocation per find. */
     struct Bytes {
@@ -329,18 +342,77 @@ private:
         return name_.size() + 1 + sizeof(Pod);
     }
 
-    /* load: a valid stored choice for key. A forked child, a missing
-     * library or a damaged value read as "nothing stored". */
-    bool load(const Key &key, convcache_engine_choice *c) {
+    /* stale_key: k (klen bytes) followed by stale_tag and digest. */
+    static std::size_t stale_key(KeyBuf &k, std::size_t klen, std::uint64_t digest) noexcept {
+        std::memcpy(k.b + klen, stale_tag, sizeof stale_tag);
+        for (int i = 0; i < 8; i++) k.b[klen + sizeof stale_tag + i] = static_cast<unsigned char>(digest >> (8 * i));
+        return klen + sizeof stale_tag + 8;
+    }
+
+    /* FNV-1a, 64 bits: part of the stale flight's key, so fixed for good. */
+    static std::uint64_t fnv1a(const unsigned char *p, std::size_t n) noexcept {
+        std::uint64_t h = 0xcbf29ce484222325ULL;
+        for (std::size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ULL;
+        return h;
+    }
+
+    /* load: what is stored for key. A forked child, a missing library or a
+     * handle closed under us read as nothing stored. */
+    void load(const Key &key, Stored &s) {
         convcache_handle *h = handle_for(key);
-        if (!h) return false;
+        if (!h) return;
         KeyBuf k;
         std::size_t klen = library_key(key, k), n = 0;
         unsigned char buf[sizeof(convcache_engine_choice)];
         int rc = convcache_find(h, k.b, klen, buf, sizeof buf, &n);
-        if (rc == CONVCACHE_HIT) return convcache_engine_check(buf, n, c) == CONVCACHE_ENGINE_OK;
-        if (rc >= 0 || rc == CONVCACHE_E_RANGE || rc == CONVCACHE_E_FORKED) return false;
+        if (rc == CONVCACHE_HIT) {
+            s.present = true;
+            s.digest = fnv1a(buf, n);
+            s.usable = convcache_engine_check(buf, n, &s.c) == CONVCACHE_ENGINE_OK;
+            return;
+        }
+        if (rc == CONVCACHE_E_RANGE) { /* longer than any choice: not one */
+            unsigned char len[8];
+            for (int i = 0; i < 8; i++) len[i] = static_cast<unsigned char>(static_cast<std::uint64_t>(n) >> (8 * i));
+            s.present = true;
+            s.digest = fnv1a(len, sizeof len);
+            return;
+        }
+        if (rc >= 0 || rc == CONVCACHE_E_FORKED || rc == CONVCACHE_E_HANDLE) return;
         error::raise("convcache_find", rc);
+    }
+
+    /* from_stored: the plan rebuilt from a usable stored choice, else a
+     * miss (nullptr). */
+    template <class Rebuild>
+    Plan *from_stored(const Key &key, const Stored &s, Rebuild &rebuild) {
+        Plan *p = s.usable ? rebuild_choice(key, s.c, rebuild) : nullptr;
+        if (!p) stats_.misses++;
+        return p;
+    }
+
+    /* rebuild_choice: rebuild(c) verified to run c's engine and knobs, kept
+     * in the LRU; nullptr when it fails, throws or runs something else. The
+     * hook gets c with workspace 0: a stored size is unverified, and the
+     * plan has its own. */
+    template <class Rebuild>
+    Plan *rebuild_choice(const Key &key, const convcache_engine_choice &c, Rebuild &rebuild) {
+        convcache_engine_choice asked = c;
+        asked.workspace = 0;
+        std::optional<Plan> plan;
+        if (convcache_engine_seal(&asked) == CONVCACHE_ENGINE_OK) {
+            try {
+                plan = rebuild(static_cast<const convcache_engine_choice &>(asked));
+            } catch (const std::exception &) {
+                plan.reset(); /* cudnn_frontend throws when cuDNN refuses: a miss */
+            }
+        }
+        if (!plan || convcache_engine_verify(desc_(*plan), &asked, nullptr) != CONVCACHE_ENGINE_OK) {
+            stats_.rebuild_failed++;
+            return nullptr;
+        }
+        stats_.file_hits++;
+        return &put(key, std::move(*plan));
     }
 
     /* store: the plan's choice into the file (replacing a stale one). */
@@ -355,7 +427,7 @@ private:
         KeyBuf k;
         std::size_t klen = library_key(key, k);
         int rc = convcache_insert(h, k.b, klen, &c, sizeof c);
-        if (rc == CONVCACHE_E_FORKED || insert_kept(rc)) {
+        if (rc == CONVCACHE_E_FORKED || rc == CONVCACHE_E_HANDLE || insert_kept(rc)) {
             stats_.stored += rc >= 0;
             return;
         }
@@ -371,7 +443,6 @@ private:
     Order order_;
     std::unordered_map<Bytes, typename Order::iterator, BytesHash> map_;
     v8_stats stats_;
-    bool stale_ = false; /* the last find(key, rebuild) found a choice that did not rebuild */
 };
 
 } // namespace v8

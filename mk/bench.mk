@@ -1,9 +1,10 @@
-# Benchmarks (issue 7): `make bench` builds one worker per implementation,
-# runs every workload against each (bench/runner), prints the Markdown table
-# and writes build/bench/results.{md,json} and the PNG plots (bench/plot).
+# Benchmarks: `make bench` builds one worker per implementation, runs every
+# workload against each (bench/runner), prints the Markdown table and writes
+# build/bench/results.{md,json}, summary.md (the README's short table) and
+# the PNG plots (bench/plot).
 #
 #   make bench                      the full run (about 4 minutes on 2 cores;
-#                                   README.md, Performance, has the last run's time)
+#                                   docs/performance.md has the last run's time)
 #   make bench BENCH_FLAGS=-quick   a smoke run (1, 10k and 100k, one repeat; about a minute):
 #                                   no 1M-entry figures, so the targets on them
 #                                   print PENDING
@@ -74,8 +75,8 @@ bench-go:
 
 BENCH_TARGETS += bench-table
 
-# Publish the last make bench run: bench/results/ and the README's table
-# and targets (bench/publish.py).
+# Publish the last make bench run: bench/results/, the full table and
+# targets in docs/performance.md, the summary in README.md (bench/publish.py).
 .PHONY: bench-publish
 bench-publish:
 	python3 bench/publish.py $(BENCH_DIR)

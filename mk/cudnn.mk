@@ -26,7 +26,7 @@ PRELOAD_HDR := $(wildcard cudnn/preload/*.h) cudnn/engine/engine.h cudnn/engine/
                include/convcache.h include/convcache_engine.h
 $(PRELOAD_LIB): $(PRELOAD_SRC) $(PRELOAD_HDR)
 	@mkdir -p $(BUILD)
-	$(CC) $(CFLAGS) -fPIC -shared -fvisibility=hidden -Iinclude -Icudnn/engine -o $@ $(PRELOAD_SRC) -ldl -lpthread
+	$(CC) $(CFLAGS) -fPIC -shared -fvisibility=hidden -Iinclude -Icudnn/engine -o $@ $(PRELOAD_SRC) $(LDFLAGS) -ldl -lpthread
 	@bad=$$(nm -D --defined-only $@ | awk '{print $$3}' | grep -v '^cudnnFind\|^cudnnBackend\|^convcache_preload_stats$$' || true); \
 	  if [ -n "$$bad" ]; then echo "$@ exports more than it should: $$bad" >&2; rm -f $@; exit 1; fi
 
@@ -34,10 +34,13 @@ $(STANDIN_DIR)/libcuda.so.1: tests/preload/standin_cuda.c
 	@mkdir -p $(STANDIN_DIR)
 	$(CC) $(CFLAGS) -fPIC -shared -Wl,-soname,libcuda.so.1 -o $@ $<
 
-# The legacy API (standin_cudnn.c) and the backend API (standin_backend*.c,
-# standin_schema.c, standin_engines.c: see mk/v8.mk).
+# The legacy API (standin_cudnn.c) and the backend API (standin_backend.c,
+# standin_schema.c, standin_engines.c, standin_plan.c, standin_counters.c,
+# standin_trace.c: see mk/v8.mk and mk/v8fe.mk).
 STANDIN_CUDNN_SRC := tests/preload/standin_cudnn.c tests/preload/standin_backend.c \
-                     tests/preload/standin_schema.c tests/preload/standin_engines.c
+                     tests/preload/standin_schema.c tests/preload/standin_engines.c \
+                     tests/preload/standin_plan.c tests/preload/standin_counters.c \
+                     tests/preload/standin_trace.c
 $(STANDIN_DIR)/libcudnn.so.9: $(STANDIN_CUDNN_SRC) tests/preload/standin_backend.h \
   cudnn/engine/backend_api.h $(STANDIN_DIR)/libcuda.so.1
 	$(CC) $(CFLAGS) -fPIC -shared -Wl,-soname,libcudnn.so.9 -Icudnn/engine -o $@ $(STANDIN_CUDNN_SRC) \

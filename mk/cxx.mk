@@ -17,7 +17,8 @@ CXX_CLEAN_ENV := env -u CONVCACHE_PATH -u CONVCACHE_SCOPE -u CONVCACHE_MODE -u C
 # No -lconvcache: the dynamic header loads it. -ldl -lpthread for glibc < 2.34.
 DYN_LIBS := -ldl -lpthread
 
-CXX_TEST_BINS := $(CXX_DIR)/test_hpp $(CXX_DIR)/test_benchmark $(CXX_DIR)/test_dynamic $(CXX_DIR)/test_hpp_dynamic
+CXX_TEST_BINS := $(CXX_DIR)/test_hpp $(CXX_DIR)/test_benchmark $(CXX_DIR)/test_dynamic $(CXX_DIR)/test_hpp_dynamic \
+                 $(CXX_DIR)/test_dynamic_libdir $(CXX_DIR)/test_dynamic_reldir
 EXAMPLE_BINS  := $(EX_DIR)/pytorch_conv $(EX_DIR)/openvino_executor $(EX_DIR)/c_dynamic $(EX_DIR)/demo
 
 $(CXX_DIR)/test_hpp $(CXX_DIR)/test_benchmark: $(CXX_DIR)/%: tests/cpp/%.cpp $(CXX_TEST_HDRS) $(LIB)
@@ -32,6 +33,16 @@ endef
 $(CXX_DIR)/test_dynamic: tests/cpp/test_dynamic.c tests/cpp/test_dynamic_tu2.c tests/tmpdir.h $(BUILD)/include/.stamp
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -I$(BUILD)/include -o $@ tests/cpp/test_dynamic.c tests/cpp/test_dynamic_tu2.c $(DYN_LIBS)
+	$(no_libconvcache)
+
+# The loader with an installation's library directory compiled in, as the
+# CMake package and convcache_install.h give it: the build directory
+# (absolute), and the same as a relative path, which must never be used.
+$(CXX_DIR)/test_dynamic_libdir $(CXX_DIR)/test_dynamic_reldir: $(CXX_DIR)/test_dynamic_%: tests/cpp/test_dynamic.c \
+  tests/cpp/test_dynamic_tu2.c tests/tmpdir.h $(BUILD)/include/.stamp
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -I$(BUILD)/include -DCONVCACHE_INSTALL_LIBDIR='"$(if $(filter libdir,$*),$(ABS_BUILD),$(BUILD))"' \
+	  -o $@ tests/cpp/test_dynamic.c tests/cpp/test_dynamic_tu2.c $(DYN_LIBS)
 	$(no_libconvcache)
 
 $(CXX_DIR)/test_hpp_dynamic: tests/cpp/test_hpp_dynamic.cpp $(CXX_TEST_HDRS)
@@ -74,6 +85,10 @@ cxx-test: $(CXX_TEST_BINS) $(LIB)
 	$$e CONVCACHE_LIBRARY=$$tmp/none/libconvcache.so.1 $(CXX_DIR)/test_dynamic absent; \
 	$$e CONVCACHE_LIBRARY=$$tmp/none/libconvcache.so.1 CONVCACHE_DISABLE=1 $(CXX_DIR)/test_dynamic quiet; \
 	$$e CONVCACHE_LIBRARY=libm.so.6 $(CXX_DIR)/test_dynamic foreign; \
+	echo "== test_dynamic with an installation's directory (found with no environment; CONVCACHE_LIBRARY still rules; a relative one is never used)"; \
+	$$e $(CXX_DIR)/test_dynamic_libdir present; \
+	$$e CONVCACHE_LIBRARY=$$tmp/none/libconvcache.so.1 $(CXX_DIR)/test_dynamic_libdir absent; \
+	test -f $(BUILD)/libconvcache.so.1; $$e $(CXX_DIR)/test_dynamic_reldir relative; \
 	echo "== test_hpp_dynamic"; \
 	$$e CONVCACHE_LIBRARY=$(ABS_BUILD)/libconvcache.so.1 $(CXX_DIR)/test_hpp_dynamic present; \
 	$$e CONVCACHE_LIBRARY=$$tmp/none/libconvcache.so.1 $(CXX_DIR)/test_hpp_dynamic absent 2>/dev/null
@@ -135,7 +150,7 @@ install-cmake-package:
 
 # Installs into a temporary prefix, then builds and runs a consumer found by
 # find_package(convcache CONFIG) and one built with pkg-config's flags; then
-# runs README.md's install example as printed (tests/infra/readme-install.sh).
+# runs docs/install.md's install example as printed (tests/infra/readme-install.sh).
 package-test: $(LIB) $(BUILD)/include/.stamp
 	@set -e; $(MK_TMPDIR); \
 	echo "== package: make install PREFIX=$$tmp/prefix"; \

@@ -1,4 +1,4 @@
-# The Redis cluster tier (package remote; see README.md, "Sharing across machines").
+# The Redis cluster tier (package remote; see docs/cluster.md).
 #
 #   make remote-test    the C test: the built library against a real
 #                       redis-server (skipped if none is installed)

@@ -36,7 +36,7 @@ $(ENGINE_A): $(ENGINE_OBJ)
 # Only convcache_engine_* is exported; no libcudnn in its NEEDED list.
 $(ENGINE_SO): $(ENGINE_OBJ) cudnn/engine/exports.map
 	$(CC) $(CFLAGS) -shared -Wl,-soname,libconvcache_engine.so.1 \
-	  -Wl,--version-script=cudnn/engine/exports.map -o $@ $(ENGINE_OBJ) -ldl -lpthread
+	  -Wl,--version-script=cudnn/engine/exports.map -o $@ $(ENGINE_OBJ) $(LDFLAGS) -ldl -lpthread
 	ln -sf libconvcache_engine.so.1 $(BUILD)/libconvcache_engine.so
 	@if readelf -d $@ | grep -q 'libcudnn'; then echo "$@ links cuDNN" >&2; rm -f $@; exit 1; fi
 
@@ -86,8 +86,8 @@ v8-test: $(V8_DIR)/test_engine $(V8_DIR)/test_shared $(V8_DIR)/test_v8 $(V8_DIR)
 # cudnn/engine/backend_api.h takes every name from <cudnn.h> and asserts
 # each value and function type it would otherwise define.
 
-V8_REAL_C       := $(ENGINE_SRC) tests/preload/standin_backend.c tests/preload/standin_schema.c \
-                   tests/preload/standin_engines.c bench/gpu/v8_check.c $(wildcard tests/v8/*.c)
+V8_REAL_C       := $(ENGINE_SRC) $(filter-out tests/preload/standin_cudnn.c,$(STANDIN_CUDNN_SRC)) \
+                   tests/preload/standin_cudart.c bench/gpu/v8_check.c $(wildcard tests/v8/*.c)
 V8_REAL_CXX     := examples/pytorch/conv_v8.cpp tests/v8/test_v8.cpp
 # Compiled to objects (the optimiser's warnings too), -Werror whatever
 # CFLAGS says.

@@ -8,8 +8,9 @@
 //
 //	plot -in build/bench/results.json -out build/bench
 //
-// It writes hit_latency.png, hit_throughput_2threads.png, load.png and
-// writers.png; a chart with no data is left out.
+// It writes hit_latency.png, hit_latency_random.png,
+// hit_throughput_2threads.png, load.png, writers.png and cold_warm.png; a
+// chart with no data is left out.
 package main
 
 import (
@@ -66,8 +67,17 @@ func run(in, out string) error {
 func charts(r *results.Results) map[string]*chart {
 	return map[string]*chart{
 		"hit_latency.png": perSize(r, "hit1_ns", chart{
-			title:  "find hit latency, 1 thread",
+			title:  "find hit latency, 1 thread, network order",
 			xlabel: "entries in the cache", ylabel: "ns per find (log)",
+		}),
+		"hit_latency_random.png": perSize(r, "hit1r_ns", chart{
+			title:  "find hit latency, 1 thread, random order",
+			xlabel: "entries in the cache", ylabel: "ns per find (log)",
+		}),
+		"cold_warm.png": coldWarm(r, chart{
+			title:    "time choosing algorithms: a cold run, then a warm run",
+			ylabel:   "ms choosing (log)",
+			footnote: "Demo: CPU autotuner, ResNet-50 and Darknet-53 at varying sizes. v8: stand-in cuDNN on a CPU, 20 ms simulated per engine config; not a GPU.",
 		}),
 		"hit_throughput_2threads.png": groupedBars(r, "mops2", chart{
 			title:  "find hit throughput, 2 threads",

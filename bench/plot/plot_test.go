@@ -133,3 +133,27 @@ func TestWritersNotesLoss(t *testing.T) {
 		t.Errorf("notes %q, %q; want none at 1 process (nothing lost), \"lost 10.7k\" at 2", n0, n1)
 	}
 }
+
+// TestColdWarm draws one group per workload the run measured, cold and
+// warm bars in each, and none for a workload with no figure.
+func TestColdWarm(t *testing.T) {
+	r := results.Results{Samples: map[string]map[string][]float64{
+		"demo_cold_ms": {"b": {5000, 5100}, "c": {5200}},
+		"demo_warm_ms": {"b": {0.2, 0.25}, "c": {5200}},
+		"v8_run1_ms":   {"v8": {4800}},
+	}}
+	ch := coldWarm(&r, chart{})
+	if len(ch.xticks) != 1 || ch.xticks[0].label != "the demo (make demo)" {
+		t.Fatalf("groups %+v, want the demo only (v8 has no run 2)", ch.xticks)
+	}
+	if len(ch.series) != 2 || ch.series[0].pts[0].y != 5050 || ch.series[1].pts[0].y != 0.225 {
+		t.Fatalf("series %+v, want cold 5050 and warm 0.225 (medians of (b))", ch.series)
+	}
+	r.Add("v8_run2_ms", "v8", 2)
+	if ch := coldWarm(&r, chart{}); len(ch.xticks) != 2 || ch.series[1].pts[1].y != 2 {
+		t.Fatalf("with v8's run 2: groups %+v, series %+v", ch.xticks, ch.series)
+	}
+	if ch := coldWarm(&results.Results{}, chart{}); len(ch.series) != 0 {
+		t.Errorf("no samples: series %+v, want none (the chart is left out)", ch.series)
+	}
+}

@@ -135,3 +135,45 @@ func trim(s string) string {
 	}
 	return s
 }
+
+// stat is one metric's point for one id at x; ok is false where a log axis
+// cannot place it.
+func stat(r *results.Results, metric, id string, x float64) (point, bool) {
+	s, ok := r.Stat(metric, id)
+	if !ok || !(s.Med > 0) || math.IsInf(s.Med, 0) {
+		return point{}, false
+	}
+	return point{x: x, y: s.Med, lo: s.Min, hi: s.Max}, true
+}
+
+// coldWarm is the time spent choosing algorithms in a cold run and in the
+// warm run after it, one group per workload: the demo (make demo, through
+// the C++ drop-in) and engine choices on cuDNN's backend API, the API of
+// PyTorch's default path, stored and rebuilt on the stand-in cuDNN
+// (bench/gpu/v8_check). A workload the run did not measure is left out.
+func coldWarm(r *results.Results, ch chart) *chart {
+	ch.bars = true
+	groups := []struct {
+		label, cold, warm, id string
+	}{
+		{"the demo (make demo)", "demo_cold_ms", "demo_warm_ms", "b"},
+		{"engine choices, cuDNN backend API (v8), stand-in", "v8_run1_ms", "v8_run2_ms", "v8"},
+	}
+	cold := series{id: "cold", label: "run 1 (cold)"}
+	warm := series{id: "warm", label: "run 2 (warm)"}
+	for _, g := range groups {
+		x := float64(len(ch.xticks))
+		c, okC := stat(r, g.cold, g.id, x)
+		w, okW := stat(r, g.warm, g.id, x)
+		if !okC || !okW {
+			continue
+		}
+		ch.xticks = append(ch.xticks, tick{x, g.label})
+		cold.pts = append(cold.pts, c)
+		warm.pts = append(warm.pts, w)
+	}
+	if len(ch.xticks) > 0 {
+		ch.series = []series{cold, warm}
+	}
+	return &ch
+}

@@ -31,6 +31,9 @@ var looks = map[string]look{
 	"c": {color.RGBA{220, 100, 20, 255}, draw.PyramidGlyph{}},
 	"d": {color.RGBA{120, 120, 120, 255}, polygon{{X: 0, Y: 1.3}, {X: 1.1, Y: 0}, {X: 0, Y: -1.3}, {X: -1.1, Y: 0}}},
 	"e": {color.RGBA{150, 60, 170, 255}, polygon{{X: -1.1, Y: 0.8}, {X: 1.1, Y: 0.8}, {X: 0, Y: -1.3}}},
+	// The cold and warm runs of the cold_warm chart.
+	"cold": {color.RGBA{200, 70, 50, 255}, draw.CircleGlyph{}},
+	"warm": {color.RGBA{20, 150, 70, 255}, draw.CircleGlyph{}},
 }
 
 // polygon is a filled marker with these corners (in radii from the point):

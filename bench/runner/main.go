@@ -1,6 +1,7 @@
 // Command runner runs convcache's benchmark workloads against every
 // implementation in one run, prints one Markdown table of medians, spreads
-// and ratios, and writes the raw samples as JSON for bench/plot.
+// and ratios (results.md), writes the README's short summary of it
+// (summary.md) and the raw samples as JSON for bench/plot (results.json).
 //
 // Each measurement is a fresh worker process (bench_<impl>, built from
 // bench/impl_*.cpp and bench/workloads.hpp). Repeats are interleaved:
@@ -56,6 +57,7 @@ var (
 	v8      = flag.String("v8", "", "the GPU check (bench/gpu/v8_check) and the stand-in libraries' directory, as CHECK:DIR: adds the v8 engine-choice table")
 	v8Reps  = flag.Int("v8-reps", 3, "repeats of the v8 engine-choice runs")
 	quick   = flag.Bool("quick", false, "a fast smoke run: 10k and 100k entries, 1 repeat")
+	from    = flag.String("from", "", "measure nothing: write results.md and summary.md again from this results.json (after a change to how they are written)")
 	keep    = flag.Bool("keep", false, "keep the stores in the work directory")
 	only    = flag.String("impls", "", "comma-separated implementation keys to run (default: every built one)")
 )
@@ -64,6 +66,14 @@ const rawEntry = 104 + 48 // key + value bytes
 
 func main() {
 	flag.Parse()
+	if *from != "" {
+		var res results.Results
+		b, err := os.ReadFile(*from)
+		must(err)
+		must(json.Unmarshal(b, &res))
+		writeTables(&res)
+		return
+	}
 	start := time.Now()
 	sizes := []int{10000, 100000, 1000000}
 	writers := []int{1, 2, 4, 8}
@@ -159,18 +169,19 @@ func main() {
 	parallel(2, jobs)
 
 	// 2. Hits at 1 and 2 threads, and resident memory.
-	phase("hit: find latency (1 thread) and throughput (2 threads)")
+	phase("hit: find latency (1 thread, network and random order) and throughput (2 threads)")
 	for _, n := range sizes {
 		for r := 0; r < repsFor(n); r++ {
 			for _, im := range res.Impls {
 				f := mustRun(im, "hit", store(im, n), strconv.Itoa(n), strconv.Itoa(*hitMs))
 				res.Add(fmt.Sprintf("hit1_ns/%d", n), im.ID, f["hit1_ns"])
+				res.Add(fmt.Sprintf("hit1r_ns/%d", n), im.ID, f["hit1r_ns"])
 				res.Add(fmt.Sprintf("mops1/%d", n), im.ID, f["mops1"])
 				res.Add(fmt.Sprintf("mops2/%d", n), im.ID, f["mops2"])
 				res.Add(fmt.Sprintf("rss/%d", n), im.ID, f["rss_per_entry"])
 				res.Add(fmt.Sprintf("rss_store/%d", n), im.ID, f["rss_store_per_entry"])
 				res.Add(fmt.Sprintf("rss_libs/%d", n), im.ID, f["rss_libs_per_entry"])
-				progress("hit %-7s %7d rep %d: %.0f ns, 2 threads %.2f Mops/s", im.Key, n, r+1, f["hit1_ns"], f["mops2"])
+				progress("hit %-7s %7d rep %d: %.0f ns (random order %.0f ns), 2 threads %.2f Mops/s", im.Key, n, r+1, f["hit1_ns"], f["hit1r_ns"], f["mops2"])
 			}
 		}
 	}
@@ -254,14 +265,22 @@ func main() {
 
 	res.LoadAvg[1] = loadAvg()
 	res.WallSeconds = time.Since(start).Seconds()
-	tbl := table(res)
 	fmt.Println()
-	fmt.Print(tbl)
-	must(os.MkdirAll(*outDir, 0o755))
-	must(os.WriteFile(filepath.Join(*outDir, "results.md"), []byte(tbl), 0o644))
+	writeTables(res)
 	js, err := json.MarshalIndent(res, "", "  ")
 	must(err)
 	must(os.WriteFile(filepath.Join(*outDir, "results.json"), js, 0o644))
-	fmt.Fprintf(os.Stderr, "bench: wrote %s and %s (%.0f s)\n",
-		filepath.Join(*outDir, "results.md"), filepath.Join(*outDir, "results.json"), res.WallSeconds)
+	fmt.Fprintf(os.Stderr, "bench: wrote %s (%.0f s)\n", filepath.Join(*outDir, "results.json"), res.WallSeconds)
+}
+
+// writeTables prints the table and writes it, and the README's summary, to
+// results.md and summary.md in the output directory.
+func writeTables(res *results.Results) {
+	tbl := table(res)
+	fmt.Print(tbl)
+	must(os.MkdirAll(*outDir, 0o755))
+	for name, text := range map[string]string{"results.md": tbl, "summary.md": summary(res)} {
+		must(os.WriteFile(filepath.Join(*outDir, name), []byte(text), 0o644))
+		fmt.Fprintf(os.Stderr, "bench: wrote %s\n", filepath.Join(*outDir, name))
+	}
 }

@@ -6,10 +6,12 @@ package main
 // holds them, and skips them otherwise.
 
 import (
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -88,58 +90,70 @@ func TestRunInterposerCaches(t *testing.T) {
 	}
 }
 
-// convcache ls on the demo's own cache shows no decoded nonsense: the
-// demo's CPU autotuner stores 48-byte values that are not perf structs
-// under "demo.conv2d.fwd" (hex), its cuDNN path stores perf structs under
-// "demo.cudnn.fwd" (decoded).
+// convcache ls on the demo's own cache names the algorithm chosen for
+// every shape, as the demo itself counts them: its CPU autotuner stores its
+// own 48-byte AlgoChoice under "demo.conv2d.fwd" (demo.go decodes it), its
+// cuDNN path stores cuDNN's perf structs under "demo.cudnn.fwd". Each run
+// measures every shape (--cold) into a file of its own, so the entries are
+// the distinct shapes the demo reports.
 func TestLsDemoCache(t *testing.T) {
 	b := builtDir(t, "examples/demo", "tests/preload/libcuda.so.1", "tests/preload/libcudnn.so.9")
 	dir := t.TempDir()
-	path := filepath.Join(dir, "demo.ccdb")
-	env := standinEnv(t, "CONVCACHE_PATH="+path, "TMPDIR="+dir)
 	gpu := []string{"CONVCACHE_CUDA_LIBRARY=" + filepath.Join(b, "tests/preload/libcuda.so.1"),
 		"CONVCACHE_CUDNN_LIBRARY=" + filepath.Join(b, "tests/preload/libcudnn.so.9")}
+	chosen := regexp.MustCompile(`(?m)^algorithms chosen for the (\d+) distinct shapes: (.*)$`)
 	for _, run := range []struct {
-		args []string
-		env  []string
+		name  string
+		flags []string
+		env   []string
 	}{
-		{[]string{"--quick", "--cold", "--cpu", "--report", filepath.Join(dir, "cpu.txt")}, env},
-		{[]string{"--quick", "--cold", "--report", filepath.Join(dir, "gpu.txt")}, append(env, gpu...)},
+		{"demo.conv2d.fwd", []string{"--cpu"}, nil},
+		{"demo.cudnn.fwd", nil, gpu},
 	} {
-		cmd := exec.Command(filepath.Join(b, "examples/demo"), run.args...)
-		cmd.Env = run.env
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("demo %v: %v\n%s", run.args, err, out)
+		path := filepath.Join(dir, run.name+".ccdb")
+		cmd := exec.Command(filepath.Join(b, "examples/demo"), append([]string{"--quick", "--cold"}, run.flags...)...)
+		cmd.Env = append(standinEnv(t, "CONVCACHE_PATH="+path, "TMPDIR="+dir), run.env...)
+		out, err := cmd.CombinedOutput()
+		m := chosen.FindSubmatch(out)
+		if err != nil || m == nil {
+			t.Fatalf("demo %v: %v\n%s", cmd.Args[1:], err, out)
+		}
+		// What the demo says it chose: "direct 2, im2col+gemm 20, ...".
+		want := map[string]int{}
+		for _, part := range strings.Split(string(m[2]), ", ") {
+			name, n, _ := strings.Cut(part, " ")
+			if c, _ := strconv.Atoi(n); c > 0 {
+				want[name] = c
+			}
+		}
+		got := map[string]int{}
+		es := ls(t, nil, path)
+		for _, e := range es {
+			if e.Name != run.name || e.TimeMs == nil || strings.Contains(e.Value, "algo(") || strings.Contains(e.Value, "(48 B)") {
+				t.Errorf("%s: an entry not decoded: %+v", run.name, e)
+			}
+			algo, _, _ := strings.Cut(e.Value, " ")
+			got[algo]++
+		}
+		if strconv.Itoa(len(es)) != string(m[1]) || !maps.Equal(got, want) {
+			t.Errorf("%s: ls names %d entries %v; the demo chose for %s shapes %v", run.name, len(es), got, m[1], want)
 		}
 	}
 
-	count := map[string]int{}
-	for _, e := range ls(t, nil, path) {
-		count[e.Name]++
-		switch e.Name {
-		case "demo.conv2d.fwd":
-			if e.Op != "" || e.TimeMs != nil || !strings.HasSuffix(e.Value, "... (48 B)") {
-				t.Errorf("a CPU autotuner entry decoded as a perf struct: %+v", e)
-			}
-		case "demo.cudnn.fwd":
-			if e.Op != "fwd" || e.TimeMs == nil || strings.Contains(e.Value, "algo(") {
-				t.Errorf("a cuDNN entry not decoded: %+v", e)
-			}
-		default:
-			t.Errorf("an entry the demo does not write: %+v", e)
+	// dump shows every candidate of the demo's choice, and its JSON the
+	// decoded fields.
+	r := mustRun(t, exitOK, nil, "dump", filepath.Join(dir, "demo.conv2d.fwd.ccdb"))
+	for _, w := range []string{"value     the demo's choice: ", "              direct ", " (chosen)\n"} {
+		if !strings.Contains(r.stdout, w) {
+			t.Errorf("dump lacks %q:\n%.2000s", w, r.stdout)
 		}
 	}
-	if count["demo.conv2d.fwd"] == 0 || count["demo.cudnn.fwd"] == 0 {
-		t.Fatalf("entries by name: %v", count)
-	}
-	r := mustRun(t, exitOK, nil, "ls", path)
-	hexValue := regexp.MustCompile(`^  demo\.conv2d\.fwd float NCHW .* -> [0-9a-f]{64}\.\.\. \(48 B\)$`)
-	for _, line := range strings.Split(r.stdout, "\n") {
-		if strings.HasPrefix(line, "  demo.conv2d.fwd") && !hexValue.MatchString(line) {
-			t.Errorf("convcache ls decoded the demo's own value: %q", line)
+	var full []entryJSON
+	decodeJSON(t, mustRun(t, exitOK, nil, "dump", "--json", filepath.Join(dir, "demo.conv2d.fwd.ccdb")).stdout, &full)
+	for _, e := range full {
+		if c := e.Demo; c == nil || c.TimesMs[c.Algo] != c.TimeMs || c.TimesMs["direct"] <= 0 {
+			t.Errorf("dump --json: %+v", e)
+			break
 		}
-	}
-	if strings.Contains(r.stdout, "math(") || strings.Contains(r.stdout, "algo(") {
-		t.Errorf("convcache ls shows decoded nonsense:\n%s", r.stdout)
 	}
 }

@@ -11,14 +11,14 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// nothingToCompact says why the file at path needs no compaction ("does
-// not exist", "is empty"), or "" when it may: the message for what
+// nothingToCompact says why the file at path needs no compaction ("has
+// not been created yet", "is empty"), or "" when it may: the message for what
 // cachefile.Rewrite reports as ErrNoFile, told before the file is read.
 func nothingToCompact(path string) string {
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return "does not exist"
+		return "has not been created yet"
 	case err == nil && fi.Mode().IsRegular() && fi.Size() == 0:
 		return "is empty"
 	}
@@ -34,11 +34,15 @@ func newCompactCmd(e *env) *cobra.Command {
 		Short: "rewrite the file as a snapshot under the lock",
 		Long: `Rewrites the file as a snapshot holding every entry, under the cache's lock,
 and publishes it by rename: processes using the file carry on and pick the
-new file up on their next miss. Damaged records and torn tails are dropped.
-Nothing is evicted (that is prune's job).
+new file up on their next miss. Damaged records and torn tails are dropped;
+the damaged records' bytes are kept first in FILE.damaged-TIMESTAMP, beside
+the file, with its mode and group (each damaged range at its offset in the
+old file, holes elsewhere; the newest 3 such files are kept, older ones are
+removed). Nothing is evicted (that is prune's job).
 
-A file that does not exist or holds no records is nothing to do: compact
-says so and exits 0 (a compactor that runs before any writer is normal).`,
+The default cache file not created yet, or a file that holds no records,
+is nothing to do: compact says so and exits 0 (a compactor that runs
+before any writer is normal). A PATH that does not exist is an error.`,
 		Args: atMostOnePath,
 		RunE: func(c *cobra.Command, args []string) error { return runCompact(e, args, *timeout) },
 	}
@@ -75,14 +79,28 @@ func runCompact(e *env, args []string, timeout time.Duration) error {
 	if err != nil {
 		return err
 	}
-	var damaged int64
+	var damaged, torn int64
 	for _, d := range before.Damage {
-		damaged += d.Length
+		if d.Tail {
+			torn += d.Length
+		} else {
+			damaged += d.Length
+		}
 	}
 	fmt.Fprintf(e.stdout, "compacted %s: %s -> %s; %d entries in %d scope(s)", path, bytesText(before.Size), bytesText(after.Size),
 		len(after.Entries()), len(after.Scopes()))
 	if damaged > 0 {
+		var kept []string
+		if real, err := cachefile.ResolvePath(path); err == nil {
+			kept = cachefile.DamagedFiles(real)
+		}
 		fmt.Fprintf(e.stdout, "; dropped %s of damaged records", bytesText(damaged))
+		if len(kept) > 0 {
+			fmt.Fprintf(e.stdout, " (kept in %s)", kept[len(kept)-1])
+		}
+	}
+	if torn > 0 {
+		fmt.Fprintf(e.stdout, "; removed a torn tail of %s", bytesText(torn))
 	}
 	fmt.Fprintln(e.stdout)
 	return nil

@@ -67,8 +67,8 @@ func TestBashCompletion(t *testing.T) {
 		want  string
 	}{
 		{[]string{"st"}, "stats"},
-		{[]string{""}, "stats ls dump verify compact prune merge export import scope run version completion help"},
-		{[]string{"co"}, "compact completion"},
+		{[]string{""}, "stats ls dump verify compact prune merge export import scope run doctor config version completion help"},
+		{[]string{"co"}, "compact config completion"},
 		{[]string{"ls", "--js"}, "--json"},
 		{[]string{"merge", "--out"}, "--output"},
 		{[]string{"run", "--mode", "r"}, "rw ro recache"},

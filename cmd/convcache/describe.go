@@ -28,13 +28,27 @@ type decoded struct {
 	Params  *cudnn.Params  // torch layouts
 	FindKey *cudnn.FindKey // cudnn-find
 	Perfs   []cudnn.Perf   // nil when the value is not perf structs
+	Demo    *demoChoice    // the demo's own value (demo.go); nil otherwise
 	Key     string         // one-line description of the key
 	Value   string         // one-line description of the value
 }
 
-// known reports whether both the key and the value were decoded: only then
-// are measured times compared.
+// known reports whether both the key and the value were decoded as cuDNN
+// results: only then are measured times compared (merge).
 func (d *decoded) known() bool { return d.Layout != "" && d.Perfs != nil }
+
+// measuredTime is the time of the result the value holds, in
+// milliseconds, where the value was decoded: the fastest successful cuDNN
+// result, or the demo's choice.
+func (d *decoded) measuredTime() (float64, bool) {
+	if d.Demo != nil {
+		return float64(d.Demo.TimeMs), true
+	}
+	if !d.known() {
+		return 0, false
+	}
+	return d.bestTime()
+}
 
 // bestTime returns the fastest successful measured time in milliseconds.
 func (d *decoded) bestTime() (float64, bool) {
@@ -91,7 +105,8 @@ func printableName(b []byte) bool {
 // in full). The value is decoded as cuDNN perf structs only when the key
 // says it holds them: an interposer key (cudnn.FindKey), or a
 // BenchmarkCache key whose name says so (perfOp). A bare ConvolutionParams
-// key says nothing about its value.
+// key says nothing about its value. Under the demo's name (demoCacheName)
+// the value is decoded as the demo's AlgoChoice.
 func describe(key, value []byte, hexMax int) decoded {
 	var d decoded
 	perfs := false
@@ -118,6 +133,11 @@ func describe(key, value []byte, hexMax int) decoded {
 			d.Perfs = ps
 		}
 	}
+	if d.Layout == layoutTorchNamed && d.Name == demoCacheName {
+		if c, ok := decodeDemoChoice(value); ok {
+			d.Demo = &c
+		}
+	}
 
 	switch {
 	case d.Params != nil && d.Name != "":
@@ -129,12 +149,15 @@ func describe(key, value []byte, hexMax int) decoded {
 	default:
 		d.Key = hexText(key, hexMax)
 	}
-	if d.Perfs != nil {
+	switch {
+	case d.Perfs != nil:
 		d.Value = d.Perfs[0].Format(d.Op)
 		if len(d.Perfs) > 1 {
 			d.Value += " (+" + strconv.Itoa(len(d.Perfs)-1) + " more)"
 		}
-	} else {
+	case d.Demo != nil:
+		d.Value = d.Demo.String()
+	default:
 		d.Value = hexText(value, hexMax)
 	}
 	return d

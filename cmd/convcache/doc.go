@@ -17,6 +17,9 @@
 //	convcache scope   [--device N] [--json]
 //	convcache run     [--preload PATH] [--path FILE] [--scope S] [--tag T] [--mode M]
 //	                  [--verbose] [--torch-v7] [--] COMMAND [ARGS...]
+//	convcache doctor  [--python PY] [--preload PATH] [--path FILE] [--torch-v7]
+//	                  [--json] [-- COMMAND [ARGS...]]
+//	convcache config  [--prefix] [--cflags] [--libs] [--cmakedir] [--pkgconfigdir]
 //	convcache version [--json]       (or convcache --version)
 //	convcache completion bash|zsh|fish
 //	convcache help [COMMAND]         (or convcache COMMAND --help, -h)
@@ -24,10 +27,20 @@
 // PATH defaults to the default cache file: $CONVCACHE_PATH, else
 // $XDG_CACHE_HOME/convcache/cache.ccdb, else ~/.cache/convcache/cache.ccdb.
 // Flags are GNU style (--json; -o is --output, -h is --help, -v is run's
-// --verbose) and may come before or after PATH, except run's, which come
-// before COMMAND. A scope S is a scope name, "current" (this machine's:
+// --verbose) and may come before or after PATH, except run's and doctor's,
+// which come before COMMAND. A scope S is a scope name, "current" (this machine's:
 // $CONVCACHE_SCOPE, else the fingerprint of each CUDA device), or "#" and
 // the 16 hex digits of a scope's hash as stats prints it.
+//
+// A PATH given on the command line must exist: every command says "PATH
+// does not exist: check the path" and exits 3, so a mistyped path never
+// reads as an empty cache. The default cache file may not exist yet (no
+// program has used the cache on this machine): stats reports it as not
+// created yet, ls and dump list nothing, and compact has nothing to do,
+// all exiting 0; verify, prune and export, which need a file, exit 3
+// saying it has not been created yet. A file that is not a convcache file
+// is said to be one, with its cause (unknown magic number, empty); only a
+// convcache file of a newer format version asks for an upgrade.
 //
 // The command line is parsed by spf13/cobra. help COMMAND and COMMAND
 // --help print the command's help on standard output and exit 0;
@@ -46,8 +59,8 @@
 // CONVCACHE_SYSTEM_PATH, and whether the remote tier named by
 // CONVCACHE_REMOTE answers (one read-only lookup, bounded by
 // CONVCACHE_REMOTE_TIMEOUT_MS, default 50 ms, as in the library: it tells
-// whether a library handle's lookups would get through). A cache file that
-// does not exist yet is reported as such, not as an error. The last compaction is the
+// whether a library handle's lookups would get through). The default cache
+// file not created yet is reported as such, not as an error. The last compaction is the
 // header's time when a snapshot follows the header (compaction, merge,
 // export and import write one), and "never" (null in JSON) when the file
 // starts with its journal: then the header's time is the file's creation.
@@ -62,18 +75,22 @@
 // only when its key says it holds them: an interposer key, or a
 // BenchmarkCache name whose dot-separated parts include "cudnn" and end in
 // the direction (fwd, bwd_data, bwd_filter), as PyTorch's
-// "torch.cudnn.v7.fwd" and the demo's "demo.cudnn.fwd" do. Any other value,
-// 48 bytes or not (the demo's "demo.conv2d.fwd" values are its own 48-byte
-// struct), is shown as hex and its size. For example:
+// "torch.cudnn.v7.fwd" and the demo's "demo.cudnn.fwd" do. The values the
+// demo's CPU autotuner stores under "demo.conv2d.fwd" (its own 48-byte
+// AlgoChoice, drawn in demo.go) are decoded as the demo's choice: the
+// implementation chosen, its time and workspace, the other candidates'
+// times and how long choosing took. Any other value, 48 bytes or not, is
+// shown as hex and its size. For example:
 //
 //	torch.cudnn.v7.fwd float NCHW 32x64x56x56 * 64x64x3x3 pad 1 stride 1 -> IMPLICIT_PRECOMP_GEMM 0.12 ms ws 0 B
-//	demo.conv2d.fwd float NCHW 1x256x6x6 * 256x256x3x3 pad 1 stride 1 -> 03000000000000004f961a3d000000000080440000000000e545863d300d833d... (48 B)
+//	demo.conv2d.fwd float NCHW 1x256x6x6 * 256x256x3x3 pad 1 stride 1 -> winograd 0.0227 ms ws 4.3 MiB (direct 0.0253, im2col+gemm 0.0269 ms; tuning took 0.311 ms)
+//	my.conv2d.fwd float NCHW 1x256x6x6 * 256x256x3x3 pad 1 stride 1 -> 0300000000000000a4fbb93c000000000080440000000000af26cf3c5c72dc3c... (48 B)
 //
 // Keys of no known layout are shown in hex too. dump adds the insert and last-use times and
 // a hex dump of every key and value. With --json both print an array of
 // objects (scope, scope_hash, layout, op, key, value, time_ms, key_bytes,
 // value_bytes, inserted, used; dump adds key_hex, value_hex and the decoded
-// fields).
+// fields: params, find_key, perfs, demo_choice).
 //
 // verify reads every record and checks its CRC-32C, the header and the
 // file's structure, and prints each damaged range with its offset. A torn
@@ -85,10 +102,11 @@
 // compact rewrites the file as a snapshot holding every entry, under the
 // cache's lock, and publishes it by rename: processes using the file carry
 // on and pick the new file up on their next miss. Damaged records and torn
-// tails are dropped. Nothing is evicted (that is prune's job). A file that
-// does not exist, is empty, or holds no records is nothing to do: compact
-// prints one line saying so and exits 0 (a compactor started before any
-// writer, from cron or a sidecar, is normal).
+// tails are dropped. Nothing is evicted (that is prune's job). The default
+// cache file not created yet, an empty file, or one that holds no records
+// is nothing to do: compact prints one line saying so and exits 0 (a
+// compactor started before any writer, from cron or a sidecar, is normal:
+// name its file with CONVCACHE_PATH, since a PATH must exist).
 //
 // prune removes entries under the lock, and prints each one with the reason.
 // --scope S limits it to scope S (alone, it removes that scope);
@@ -137,7 +155,37 @@
 // libconvcache_preload.so beside this command (build/), in ../lib, ../lib64
 // and ../lib/<multiarch> of its directory (PREFIX/bin and PREFIX/lib), and
 // beside $CONVCACHE_LIBRARY when it names a path; libconvcache.so.1 must be
-// beside it, where the interposer loads it from.
+// beside it, where the interposer loads it from. LD_PRELOAD gets its
+// absolute, clean path (a relative $CONVCACHE_LIBRARY is taken from the
+// current directory; where that cannot be done, run exits 125), so a
+// command that changes directory loads the same file. LD_PRELOAD is read
+// as glibc's loader reads it: names separated by spaces and colons only,
+// so a tab or a newline is part of a name; the interposer is added unless
+// one of those names is exactly its path.
+//
+// doctor says what convcache run would do for a program, and what stands
+// in the way, as findings (ok, note, warning, problem), each with one line
+// of advice: the cache file (--path, else the default) and its state, and
+// the mode the environment sets; this machine's scope for each GPU (model,
+// driver and cuDNN, read from the cuDNN that torch loads) and the entries
+// the file holds for it; the interposer (--preload, else where run looks)
+// and the PyTorch paths it serves, read from the functions its ELF dynamic
+// symbol table exports: v7 (the six cudnnFindConvolution* functions) and
+// v8 (the six cudnnBackend* functions); for a PyTorch program (--python
+// PY, else the command's own interpreter, else python3, which runs
+// doctor_probe.py): torch's version, CUDA and cuDNN, the path it takes (v8,
+// or v7 when TORCH_CUDNN_V8_API_DISABLED is exactly 1, which --torch-v7
+// sets as run's does) and whether run serves it; that the program must set
+// torch.backends.cudnn.benchmark = True (PyTorch's default is False): given
+// the program (convcache doctor -- python train.py), the doctor reads its
+// script (the first .py argument, or the -c code) for the assignment and
+// for TORCH_CUDNN_V8_API_DISABLED, and says that this is a heuristic; and
+// whether the functions of torch's path that libtorch_cuda.so imports bind
+// to the interposer, the check make torch-check makes: an import of torch
+// under the interposer with LD_BIND_NOW=1 and LD_DEBUG=bindings (and
+// CONVCACHE_DISABLE=1). Each run of the interpreter is bounded by 3
+// minutes. doctor exits 0 when nothing stands in the way (warnings and
+// notes included) and 1 when a problem does; it changes nothing.
 //
 // version (and --version) prints the library version the command was built
 // from (CONVCACHE_VERSION_STRING in include/convcache.h, copied into
@@ -163,11 +211,13 @@
 //
 //	0  success
 //	1  damage found: verify found corrupt records or a bad structure, or a
-//	   file's header is damaged
+//	   file's header is damaged; doctor found a problem in the way of
+//	   caching
 //	2  usage: a bad flag or argument, a scope with no entries to export or
 //	   import, an output file that already exists
-//	3  I/O or format error: a file could not be read or written, or is not a
-//	   convcache file (or is of a newer format version)
+//	3  I/O or format error: a file does not exist (a PATH given, or the
+//	   default file for verify, prune and export), could not be read or
+//	   written, or is not a convcache file (or is of a newer format version)
 //	4  no device fingerprint: scope (or a --scope/--keep-scope current)
 //	   found no CUDA driver, device or cuDNN, and CONVCACHE_SCOPE is not set
 //	5  the cache's lock was not free within --lock-timeout (default

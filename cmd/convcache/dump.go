@@ -8,6 +8,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/convcache/convcache/internal/bytesize"
 	"github.com/convcache/convcache/internal/cachefile"
 	"github.com/spf13/cobra"
 )
@@ -24,7 +25,7 @@ and last-use times, and a hex dump of the key and the value.
 ` + decodingHelp + `
 
 With --json it prints ls's objects plus key_hex, value_hex and the decoded
-fields (params, find_key, perfs).`,
+fields (params, find_key, perfs, demo_choice).`,
 		Args: atMostOnePath,
 		RunE: func(c *cobra.Command, args []string) error { return list(e, "dump", args, o, true) },
 	}
@@ -39,12 +40,19 @@ func printEntry(w *bufio.Writer, now time.Time, en cachefile.Entry, d *decoded) 
 	}
 	fmt.Fprintf(w, "\n  layout    %s\n", layout)
 	fmt.Fprintf(w, "  key       %s\n", d.Key)
-	if len(d.Perfs) > 1 {
+	switch {
+	case len(d.Perfs) > 1:
 		fmt.Fprintf(w, "  value     %d results\n", len(d.Perfs))
 		for _, p := range d.Perfs {
 			fmt.Fprintf(w, "              %s\n", p.Format(d.Op))
 		}
-	} else {
+	case d.Demo != nil:
+		fmt.Fprintf(w, "  value     the demo's choice: %s, ws %s, tuning took %s ms; on the reduced problem:\n",
+			d.Demo.Algo, bytesize.Format(d.Demo.Workspace), msText(d.Demo.TuningMs))
+		for _, c := range d.Demo.candidates() {
+			fmt.Fprintf(w, "              %s\n", c)
+		}
+	default:
 		fmt.Fprintf(w, "  value     %s\n", d.Value)
 	}
 	fmt.Fprintf(w, "  inserted  %s\n", timeText(now, en.Inserted))

@@ -16,8 +16,8 @@ import (
 var subcommands = map[string]string{
 	"stats": "--json", "ls": "--scope S", "dump": "--json", "verify": "--strict",
 	"compact": "--lock-timeout D", "prune": "--older-than D", "merge": "-o, --output", "export": "-o, --output",
-	"import": "--cache", "scope": "--device N", "run": "--preload PATH", "version": "--json",
-	"completion": "--help", "help": "--help",
+	"import": "--cache", "scope": "--device N", "run": "--preload PATH", "doctor": "--python PY", "version": "--json",
+	"completion": "--help", "help": "--help", "config": "--cmakedir",
 }
 
 func TestNoArguments(t *testing.T) {
@@ -46,7 +46,7 @@ func TestHelpLists(t *testing.T) {
 			t.Errorf("%v differs from help", args)
 		}
 	}
-	if !strings.Contains(first, "exit codes: 0 ok, 1 damage found, 2 usage") {
+	if !strings.Contains(first, "exit codes: 0 ok, 1 damage found (doctor: a problem found), 2 usage") {
 		t.Errorf("help lacks the exit codes:\n%s", first)
 	}
 }

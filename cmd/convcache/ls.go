@@ -37,6 +37,7 @@ type entryJSON struct {
 	Params   *cudnn.Params  `json:"params,omitempty"`
 	FindKey  *cudnn.FindKey `json:"find_key,omitempty"`
 	Perfs    []cudnn.Perf   `json:"perfs,omitempty"`
+	Demo     *demoChoice    `json:"demo_choice,omitempty"`
 }
 
 // lsHexMax is how much of an undecoded key or value ls shows.
@@ -55,8 +56,10 @@ name, as convcache.hpp stores it; and the LD_PRELOAD interposer's find keys
 (they start with "ccf1"). A value is decoded as cuDNN perf structs only when
 its key says it holds them: an interposer key, or a BenchmarkCache name with
 a "cudnn" part that ends in the direction (torch.cudnn.v7.fwd,
-demo.cudnn.bwd_data, x.cudnn.bwd_filter). Any other value is shown as hex
-and its size. Scope names and other text from the file are printed with
+demo.cudnn.bwd_data, x.cudnn.bwd_filter). The demo's own values (name
+demo.conv2d.fwd) are decoded as the demo's choice: the implementation its
+CPU autotuner chose, its time, and the other candidates' times. Any other
+value is shown as hex and its size. Scope names and other text from the file are printed with
 control characters escaped (\x1b, \r, \u202e, ...).`
 
 func newLsCmd(e *env) *cobra.Command {
@@ -96,7 +99,7 @@ func list(e *env, name string, args []string, o listOptions, full bool) error {
 	}
 	var entries []cachefile.Entry
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		fmt.Fprintf(e.stderr, "convcache %s: %s does not exist yet: nothing cached\n", name, path)
+		fmt.Fprintf(e.stderr, "convcache %s: %s has not been created yet: nothing cached\n", name, path)
 	} else {
 		f, err := e.readCache(path, "reading "+path)
 		if err != nil {
@@ -159,12 +162,12 @@ func toJSON(en cachefile.Entry, hexMax int, full bool) entryJSON {
 	if d.Op != 0 {
 		j.Op = d.Op.String()
 	}
-	if t, ok := d.bestTime(); ok && d.known() {
+	if t, ok := d.measuredTime(); ok {
 		j.TimeMs = &t
 	}
 	if full {
 		j.KeyHex, j.ValueHex = hex.EncodeToString(en.Key), hex.EncodeToString(en.Value)
-		j.Params, j.FindKey, j.Perfs = d.Params, d.FindKey, d.Perfs
+		j.Params, j.FindKey, j.Perfs, j.Demo = d.Params, d.FindKey, d.Perfs, d.Demo
 	}
 	return j
 }

@@ -128,7 +128,7 @@ func message(err error) string {
 	case errors.Is(err, cache.ErrLock):
 		msg += " (raise the wait with --lock-timeout)"
 	case errors.Is(err, cache.ErrFormat):
-		msg += "; check the path: it is not a convcache file, or was written by a newer convcache (upgrade this one)"
+		msg = formatMessage(err)
 	case errors.Is(err, cache.ErrCorrupt):
 		msg += "; the file cannot be used: move it aside (its entries will be measured again)"
 	}

@@ -93,7 +93,7 @@ func (e *env) readCache(path, label string) (*cachefile.File, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, withCode(exitIO, "%s does not exist: check the path (convcache stats shows the default cache file)", path)
+			return nil, missingFile(path)
 		}
 		return nil, fmt.Errorf("%w: open %s: %v; check its permissions", cache.ErrIO, path, err)
 	}

@@ -53,7 +53,7 @@ func newRoot(e *env) *cobra.Command {
 	root.AddCommand(
 		newStatsCmd(e), newLsCmd(e), newDumpCmd(e), newVerifyCmd(e), newCompactCmd(e),
 		newPruneCmd(e), newMergeCmd(e), newExportCmd(e), newImportCmd(e), newScopeCmd(e),
-		newRunCmd(e), newVersionCmd(e), newCompletionCmd(e),
+		newRunCmd(e), newDoctorCmd(e), newConfigCmd(e), newVersionCmd(e), newCompletionCmd(e),
 	)
 	root.SetHelpCommand(newHelpCmd(e))
 	root.SetHelpFunc(func(c *cobra.Command, _ []string) { printHelp(c.OutOrStdout(), c) })
@@ -203,10 +203,12 @@ func printRootHelp(w io.Writer, c *cobra.Command) {
 	fmt.Fprintf(w, "\nflags:\n%s", c.Flags().FlagUsages())
 	fmt.Fprint(w, `
 PATH defaults to the default cache file ($CONVCACHE_PATH, else
-$XDG_CACHE_HOME/convcache/cache.ccdb, else ~/.cache/convcache/cache.ccdb).
+$XDG_CACHE_HOME/convcache/cache.ccdb, else ~/.cache/convcache/cache.ccdb);
+a PATH given must exist, the default may not have been created yet.
 Run convcache help COMMAND (or convcache COMMAND --help) for a command's flags.
 
-exit codes: 0 ok, 1 damage found, 2 usage, 3 I/O or format error,
+exit codes: 0 ok, 1 damage found (doctor: a problem found), 2 usage,
+            3 I/O or format error (a PATH that does not exist included),
             4 no device fingerprint, 5 cache lock busy;
             convcache run exits with its command's status
 `)

@@ -186,24 +186,6 @@ func withEnv(env, set []string) []string {
 	return append(out, set...)
 }
 
-// appendPreload adds lib at the end of an LD_PRELOAD value, keeping what is
-// there (the dynamic loader reads a list separated by colons or spaces). A
-// list that already names lib is kept as it is.
-func appendPreload(cur, lib string) (string, error) {
-	if strings.ContainsAny(lib, ": \t\n") {
-		return "", withCode(exitRunFailed, "%s: LD_PRELOAD cannot name a path with a colon or a space; move the interposer or link to it from another path", lib)
-	}
-	for _, p := range strings.FieldsFunc(cur, func(r rune) bool { return r == ':' || r == ' ' || r == '\t' }) {
-		if p == lib {
-			return cur, nil
-		}
-	}
-	if strings.TrimSpace(cur) == "" {
-		return lib, nil
-	}
-	return cur + ":" + lib, nil
-}
-
 func unwrapExec(err error) error {
 	var e *exec.Error
 	if errors.As(err, &e) {

@@ -83,8 +83,8 @@ compaction ("never" for a file that was never compacted); the file system
 corrupt records); the mode and bounds the environment sets (CONVCACHE_MODE,
 CONVCACHE_MAX_BYTES, CONVCACHE_MAX_ENTRIES); the read-only system tier
 (CONVCACHE_SYSTEM_PATH); and whether the remote tier (CONVCACHE_REMOTE)
-answers one read-only lookup. A cache file that does not exist yet is
-reported as such, not as an error.`,
+answers one read-only lookup. The default cache file not created yet is
+reported as such; a PATH that does not exist is an error (exit 3).`,
 		Args: atMostOnePath,
 		RunE: func(c *cobra.Command, args []string) error { return runStats(e, args, asJSON) },
 	}

@@ -77,11 +77,12 @@ func TestStats(t *testing.T) {
 func TestStatsMissingAndForeign(t *testing.T) {
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "none.ccdb")
-	s := stats(t, nil, missing)
+	def := []string{"CONVCACHE_PATH=" + missing} // the default file; a missing PATH is an error (path_test.go)
+	s := stats(t, def)
 	if s.Cache.Exists || s.Cache.Entries != 0 {
 		t.Fatalf("missing file: %+v", s.Cache)
 	}
-	r := mustRun(t, exitOK, nil, "stats", missing)
+	r := mustRun(t, exitOK, def, "stats")
 	if !strings.Contains(r.stdout, "not created yet") {
 		t.Fatalf("stdout %q", r.stdout)
 	}

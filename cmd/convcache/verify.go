@@ -33,11 +33,22 @@ func newVerifyCmd(e *env) *cobra.Command {
 structure, and prints each damaged range with its offset; exits 1 when it
 finds damage.
 
-A torn tail (a last record cut short) is a warning, not damage: it is what a
-writer killed mid-append leaves, or what a writer appending at this moment
-looks like; it loses nothing that was acknowledged, and the next writer
-removes it. --strict counts it as damage too. convcache compact drops
-damage.`,
+Damage is anything that fails its check: a bit flipped anywhere in the
+snapshot (which compaction writes whole and syncs, so nothing in it can be
+cut short), a complete record that fails its checksum (the last one
+included), bad bytes followed by valid records, a damaged header. The
+entries it held are lost; it stays in the file until a rewrite.
+
+A torn tail is not damage but a warning: at the end of the file, after the
+snapshot, the start of one journal record with fewer bytes than it claims.
+It is what a writer killed mid-append leaves, or what a writer appending at
+this moment looks like; it loses nothing that was acknowledged, and the next
+writer removes it. --strict counts it as damage too.
+
+convcache compact drops damage: it rewrites what can still be read, and
+keeps the damaged bytes beside the file first, in FILE.damaged-TIMESTAMP
+(each damaged range at its offset in the old file, holes elsewhere; the
+newest 3 such files are kept).`,
 		Args: atMostOnePath,
 		RunE: func(c *cobra.Command, args []string) error { return runVerify(e, args, asJSON, strict) },
 	}

@@ -159,10 +159,10 @@ func TestCompact(t *testing.T) {
 	if !strings.Contains(r.stderr, path+".lock") || !strings.Contains(r.stderr, "--lock-timeout") {
 		t.Fatalf("stderr %q", r.stderr)
 	}
-	// A missing or empty file is nothing to do: one line, exit 0, and no
-	// file is made.
+	// The default file not created yet, or an empty file, is nothing to
+	// do: one line, exit 0, and no file is made.
 	for _, c := range []struct{ name, content, why string }{
-		{"none.ccdb", "", "does not exist"},
+		{"none.ccdb", "", "has not been created yet"},
 		{"empty.ccdb", "-", "is empty"},
 		{"header.ccdb", "header", "holds no records"},
 	} {
@@ -174,7 +174,7 @@ func TestCompact(t *testing.T) {
 			writeFile(t, p)
 		}
 		before, _ := os.ReadFile(p)
-		r := mustRun(t, exitOK, nil, "compact", p)
+		r := mustRun(t, exitOK, []string{"CONVCACHE_PATH=" + p}, "compact")
 		lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
 		if len(lines) != 1 || !strings.HasPrefix(lines[0], p) || !strings.Contains(lines[0], c.why+": nothing to compact") || r.stderr != "" {
 			t.Errorf("compact of a file that %s: stdout %q stderr %q", c.why, r.stdout, r.stderr)

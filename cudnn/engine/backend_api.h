@@ -120,7 +120,15 @@
     X(CUDNN_ATTR_ENGINE_OPERATION_GRAPH, 1300)                    \
     X(CUDNN_ATTR_ENGINE_GLOBAL_INDEX, 1301)                       \
     X(CUDNN_ATTR_ENGINE_KNOB_INFO, 1302)                          \
-    X(CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, 1303)
+    X(CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, 1303)                     \
+    /* The stand-in's notes (tests/preload/standin_engines.c) */ \
+    X(CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, 1305)                      \
+    X(CUDNN_TYPE_BEHAVIOR_NOTE, 19)                               \
+    X(CUDNN_NUMERICAL_NOTE_TENSOR_CORE, 0)                        \
+    X(CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS, 1)                \
+    X(CUDNN_NUMERICAL_NOTE_FFT, 3)                                \
+    X(CUDNN_NUMERICAL_NOTE_TYPE_COUNT, 10)                        \
+    X(CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION, 0)
 
 #define CUDNN_DIM_MAX_ 8 /* CUDNN_DIM_MAX */
 

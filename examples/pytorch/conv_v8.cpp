@@ -16,17 +16,12 @@
 //   +using V8Key = convcache::v8::nested_device_key<CacheKey, &CacheKey::params, &ConvolutionParams::device_id>;
 //   +thread_local convcache::v8::BenchmarkCache<cudnn_frontend::ExecutionPlan, CacheKeyWrapper, V8Key>
 //   +    benchmark_cache(v8_caches, "torch.cudnn.v8");
-//   +// A stored engine choice -> a plan for this graph (the frontend's builders;
-//   +// see plan_from_choice below for the same steps on the raw backend API).
-//   +std::optional<cudnn_frontend::ExecutionPlan> plan_from_choice(cudnnHandle_t handle,
-//   +    cudnn_frontend::OperationGraph& opGraph, const convcache_engine_choice& c) {
-//   +  auto engine = cudnn_frontend::EngineBuilder().setGlobalEngineIdx(c.engine).setOperationGraph(opGraph).build();
-//   +  for (auto& k : engine.getSupportedKnobs())
-//   +    for (uint32_t i = 0; i < c.knob_count; i++)
-//   +      if (k.getKnobType() == c.knobs[i].type) k.setChoice(c.knobs[i].value);
-//   +  auto config = cudnn_frontend::EngineConfigBuilder().setEngine(engine).build();
-//   +  return cudnn_frontend::ExecutionPlanBuilder().setHandle(handle).setEngineConfig(config, opGraph.getTag()).build();
-//   +}
+//   +// A stored engine choice -> a plan for this graph, with the frontend's
+//   +// builders (examples/pytorch/conv_v8_frontend.hpp, copied beside this
+//   +// file; see plan_from_choice below for the same steps on the raw
+//   +// backend API).
+//   +#include "conv_v8_frontend.hpp"
+//   +using convcache_example::plan_from_choice;
 //    ...
 //    void run_single_conv(...) {
 //      cudnnHandle_t handle = getCudnnHandle();
@@ -44,8 +39,11 @@
 // and nothing else: try_plans' benchmark_cache.update(key, plan) stores the
 // benchmark's winner, and find's rebuild verifies (convcache_engine_verify)
 // that the rebuilt plan runs exactly the stored engine and knobs. The
-// frontend lines above are not compiled here (no cudnn_frontend in this
-// tree); everything below is, against the stand-in cuDNN in `make test` and
+// frontend's plan_from_choice is in conv_v8_frontend.hpp: `make v8fe-test`
+// compiles this file with it (-DCONVCACHE_EXAMPLE_FRONTEND) against
+// NVIDIA's real cudnn_frontend 1.32 headers, and runs it against the
+// stand-in cuDNN (tests/v8fe/torch_like --rebuild). Everything below is
+// compiled and run against the stand-in cuDNN in `make test`, and compiled
 // against NVIDIA's headers in `make v8-real-headers`.
 //
 // Usage: pytorch_conv_v8 [--expect cold|warm] [--threads N]
@@ -55,6 +53,10 @@
 #include "conv_graph.h"
 
 #include <convcache_v8.hpp>
+
+#ifdef CONVCACHE_EXAMPLE_FRONTEND // the patch's frontend lines (make v8fe-test)
+#include "conv_v8_frontend.hpp"
+#endif
 
 #include <algorithm>
 #include <atomic>

@@ -30,10 +30,13 @@ type Entry struct {
 // Damage is a byte range of a file that held no valid record.
 type Damage struct {
 	Offset, Length int64
-	// Tail marks damage that runs to the end of the file: an append cut
-	// short by a crash, or one still being written. It loses nothing that
-	// was acknowledged and the next writer removes it. Damage elsewhere is
-	// a corrupt record.
+	// Tail marks a torn tail (format.TornTail): at the end of the file,
+	// after the snapshot, the start of one journal record with fewer bytes
+	// than it claims. It is what an append cut short by a crash leaves, or
+	// one still being written; it loses nothing that was acknowledged and
+	// the next writer removes it. Any other damage (in the snapshot,
+	// wherever it falls, or a complete record that fails its checksum,
+	// even the last one) is a corrupt record.
 	Tail bool
 }
 
@@ -108,23 +111,14 @@ func parseFile(path string, data []byte) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	f := &File{Path: path, Version: h.Version, Created: h.Created, Size: int64(len(data)), c: format.NewContents(int64(len(data)), 0)}
-	snapEnd := int64(format.HeaderSize)
-	format.Scan(data[format.HeaderSize:], format.HeaderSize, true, func(fr format.Frame) {
-		if format.ExtendsSnapshot(fr, snapEnd) {
-			snapEnd = fr.End()
-		}
-		f.c.Add(fr)
-	}, func(d format.Damage) {
-		f.c.Damaged = append(f.c.Damaged, d)
-	})
-	f.c.ApplyTouches()
-	f.Frames = f.c.Frames
-	f.SnapshotBytes = snapEnd - format.HeaderSize
-	f.JournalBytes = f.Size - snapEnd
+	c := format.ReadContents(data, 0)
+	f := &File{Path: path, Version: h.Version, Created: h.Created, Size: int64(len(data)), c: c}
+	f.Frames = c.Frames
+	f.SnapshotBytes = c.SnapEnd - format.HeaderSize
+	f.JournalBytes = f.Size - c.SnapEnd
 	f.Compacted = h.Flags&format.HeaderCompacted != 0 || f.SnapshotBytes > 0
-	for _, d := range f.c.Damaged {
-		f.Damage = append(f.Damage, Damage{Offset: d.Off, Length: d.Len, Tail: d.Off+d.Len == f.Size})
+	for _, d := range c.Damaged {
+		f.Damage = append(f.Damage, Damage{Offset: d.Off, Length: d.Len, Tail: c.Torn.Len > 0 && d == c.Torn})
 	}
 	slices.SortFunc(f.Damage, func(a, b Damage) int { return cmp.Compare(a.Offset, b.Offset) })
 	f.FSType, f.NetworkFS = vfs.TypeOf(vfs.OS{}, dirOf(path))
@@ -180,7 +174,7 @@ func (f *File) Scopes() []ScopeSummary {
 }
 
 // Corrupt returns the damage that is not a torn tail: records that fail
-// their checksum between good records.
+// their checksum or do not decode, anywhere but in a torn tail.
 func (f *File) Corrupt() []Damage {
 	var out []Damage
 	for _, d := range f.Damage {

@@ -31,7 +31,11 @@ var ErrNoFile = errors.New("convcache: no cache file yet (missing or empty): not
 // group or others may write, is refused with errs.ErrAccess unless
 // CONVCACHE_TRUST_SHARED=1 is set (read here, as DefaultPath reads its
 // variables). The new file keeps the old one's mode and group. A missing
-// or empty file returns ErrNoFile.
+// or empty file returns ErrNoFile. The damaged records of the old file
+// (File.Corrupt, a torn tail apart) are kept beside it first, in
+// PATH.damaged-TIMESTAMP (vfs.SaveDamaged: the newest vfs.KeepDamaged such
+// files are kept; DamagedFiles lists them); if they cannot be, the file is
+// not rewritten.
 func Rewrite(path string, timeout time.Duration, fn func([]Entry) ([]Entry, error)) error {
 	if noFile(path) {
 		return ErrNoFile // before taking the lock: not even a lock file is created
@@ -90,6 +94,7 @@ func rewrite(path string, timeout time.Duration, create bool, fn func([]Entry) (
 		return ErrNoFile // removed while this call waited for the lock
 	}
 	var in []Entry
+	var damaged []vfs.Piece
 	attrs := safefile.NewFileAttrs(filepath.Dir(path), pol)
 	f, err := safefile.OpenFile(path, os.O_RDONLY, false, pol, false)
 	switch {
@@ -108,6 +113,9 @@ func rewrite(path string, timeout time.Duration, create bool, fn func([]Entry) (
 			return err
 		}
 		in = cf.Entries()
+		for _, d := range cf.Corrupt() {
+			damaged = append(damaged, vfs.Piece{Off: d.Offset, Bytes: data[d.Offset : d.Offset+d.Length]})
+		}
 	case errors.Is(err, safefile.ErrRefused):
 		return refusal(err, "not rewritten")
 	case errors.Is(err, fs.ErrNotExist) && create:
@@ -117,6 +125,12 @@ func rewrite(path string, timeout time.Duration, create bool, fn func([]Entry) (
 	out, err := fn(in)
 	if err != nil {
 		return err
+	}
+	if len(damaged) > 0 {
+		// Damage is dropped only once it is kept beside the file.
+		if _, err := vfs.SaveDamaged(vfs.OS{}, path, attrs, damaged); err != nil {
+			return fmt.Errorf("%w; the cache was not rewritten", err)
+		}
 	}
 	return vfs.ReplaceAs(vfs.OS{}, path, EncodeFile(out, time.Now()), attrs)
 }
@@ -148,6 +162,10 @@ func WriteNew(path string, entries []Entry) error {
 	}
 	return nil
 }
+
+// DamagedFiles returns the files of damaged records that rewrites kept
+// beside the cache file at path, oldest first (see Rewrite).
+func DamagedFiles(path string) []string { return vfs.DamagedFiles(vfs.OS{}, path) }
 
 // Update is Rewrite for a cache file that may not exist yet: a missing file
 // is seen as empty by fn and created, with its directory (mode 0700) as Open

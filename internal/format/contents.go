@@ -25,9 +25,11 @@ type Contents struct {
 	byHash  map[[2]uint64]int32 // (scope hash, key hash) -> index of the first such record
 	live    int                 // records not evicted
 	touches map[[2]uint64]int64
-	Damaged []Damage
+	Damaged []Damage // every damaged region, a torn tail included
+	Torn    Damage   // the torn tail (TornTail) if Len > 0: not damage
 	Frames  int
 	End     int64   // offset after the last valid frame
+	SnapEnd int64   // where the snapshot ends: the index's end, else the run of snapshot and pad frames
 	budget  Budget  // what is left to decode
 	dec     Decoder // keeps decoded chunks: the records alias them
 	scratch []byte  // encoding scratch
@@ -130,10 +132,7 @@ func (m merger) Touch(scope uint64, t int64, keyHash uint64) {
 // The header must already be valid.
 func ReadContents(buf []byte, n int) *Contents {
 	c := NewContents(int64(len(buf)), n)
-	Scan(buf[HeaderSize:], HeaderSize, true, c.Add, func(d Damage) {
-		c.Damaged = append(c.Damaged, d)
-	})
-	c.ApplyTouches()
+	c.read(buf)
 	return c
 }
 
@@ -144,11 +143,49 @@ func ReadContents(buf []byte, n int) *Contents {
 func ReadContentsOf(buf []byte, scope uint64) *Contents {
 	c := NewContents(int64(len(buf)), 0)
 	c.only = &scope
-	Scan(buf[HeaderSize:], HeaderSize, true, c.Add, func(d Damage) {
-		c.Damaged = append(c.Damaged, d)
-	})
-	c.ApplyTouches()
+	c.read(buf)
 	return c
+}
+
+// read scans a whole file image into c: every frame, the damage (not
+// declared across the snapshot's end: ScanFile), the snapshot's end and the
+// torn tail if there is one.
+func (c *Contents) read(buf []byte) {
+	end, indexed := IndexedEnd(buf)
+	if !indexed {
+		end = HeaderSize
+	}
+	run := int64(HeaderSize)
+	last := Damage{Off: -1}
+	ScanFile(buf[HeaderSize:], HeaderSize, end, true, func(f Frame) {
+		if ExtendsSnapshot(f, run) {
+			run = f.End()
+		}
+		c.Add(f)
+	}, func(d Damage) {
+		c.Damaged = append(c.Damaged, d)
+		last = d
+	})
+	c.SnapEnd = run
+	if indexed {
+		c.SnapEnd = end
+	}
+	if last.Off >= 0 && last.Off+last.Len == int64(len(buf)) && TornTail(last, c.SnapEnd, buf[last.Off:]) {
+		c.Torn = last
+	}
+	c.ApplyTouches()
+}
+
+// Corrupt returns the damage that is not the torn tail: what a rewrite
+// drops and keeps beside the file (see cache/doc.go).
+func (c *Contents) Corrupt() []Damage {
+	var out []Damage
+	for _, d := range c.Damaged {
+		if c.Torn.Len == 0 || d != c.Torn {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // ApplyTouches folds the touch frames added so far into the records' use

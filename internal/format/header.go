@@ -56,19 +56,25 @@ func EncodeHeader(created time.Time, flags uint32) []byte {
 // and a damaged header are told apart.
 func DecodeHeader(b []byte) (Header, error) {
 	if len(b) == 0 {
-		return Header{}, errEmpty
+		return Header{}, ErrEmpty
 	}
 	if len(b) < HeaderSize {
 		if bytes.HasPrefix(fileMagic[:], b) || bytes.HasPrefix(b, fileMagic[:]) {
 			return Header{}, errTruncatedHeader
 		}
-		return Header{}, errForeign
+		return Header{}, ErrForeign
 	}
 	if !bytes.Equal(b[:8], fileMagic[:]) {
-		return Header{}, errForeign
+		if damagedHeader(b) {
+			return Header{}, errHeaderDamaged
+		}
+		return Header{}, ErrForeign
 	}
 	v := binary.LittleEndian.Uint32(b[8:])
 	if v > Version {
+		if damagedHeader(b) {
+			return Header{}, errHeaderDamaged
+		}
 		return Header{Version: v}, ErrNewer
 	}
 	if v == 0 || binary.LittleEndian.Uint32(b[12:]) != HeaderSize ||
@@ -82,12 +88,26 @@ func DecodeHeader(b []byte) (Header, error) {
 	}, nil
 }
 
+// damagedHeader reports whether b, a header whose magic number or version
+// is not this version's, is this version's header with those bytes
+// damaged: with them restored, its checksum matches. A flipped bit there is
+// then reported as damage, not as a foreign file or a newer version.
+func damagedHeader(b []byte) bool {
+	var h [HeaderSize]byte
+	copy(h[:], b)
+	copy(h[:], fileMagic[:])
+	binary.LittleEndian.PutUint32(h[8:], Version)
+	return binary.LittleEndian.Uint32(h[12:]) == HeaderSize &&
+		binary.LittleEndian.Uint32(h[28:]) == crc32.Checksum(h[:28], castagnoli)
+}
+
 // Why a header is refused, each wrapping ErrFormat (not a convcache file
 // this library reads: left alone) or ErrCorrupt (a damaged header).
 var (
-	errEmpty           = errs.Detail(errs.ErrFormat, "file is empty")
-	errForeign         = errs.Detail(errs.ErrFormat, "unknown magic number (not a convcache file)")
+	ErrEmpty           = errs.Detail(errs.ErrFormat, "file is empty")
+	ErrForeign         = errs.Detail(errs.ErrFormat, "unknown magic number (not a convcache file)")
 	ErrNewer           = errs.Detail(errs.ErrFormat, "format version is newer than this library")
 	errTruncatedHeader = errs.Detail(errs.ErrCorrupt, "file header is truncated")
 	errHeaderChecksum  = errs.Detail(errs.ErrCorrupt, "file header checksum mismatch")
+	errHeaderDamaged   = errs.Detail(errs.ErrCorrupt, "file header damaged (its magic number or version differs from what its checksum covers)")
 )

@@ -10,6 +10,8 @@
 //     synced, renamed (or linked) over the path, the directory synced
 //     (Replace, WriteTemp). A crash leaves the old file or the new one.
 //   - A replaced file's mode and group are kept.
+//   - Damaged records a rewrite drops are kept beside the file first, in
+//     PATH.damaged-TIMESTAMP, the newest KeepDamaged of them (SaveDamaged).
 //
 // It is Linux-only, as the engine is: the file system type comes from
 // statfs magic numbers (fstype_linux.go).

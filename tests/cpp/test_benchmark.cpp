@@ -408,6 +408,58 @@ static void test_forked_child() {
     CHECK(!fwd.find(make_params(2), &out));
 }
 
+// The Cache closed under threads that still find, insert and build (a host
+// whose static destructors run while its workers do): nothing throws, every
+// value found is right, and from then on the local map answers (the
+// library says CONVCACHE_E_HANDLE). Before, insert, find and getOrCreate
+// threw handle_error.
+static void test_closed_under_it() {
+    std::string p = path("closed.ccdb");
+    cc::Cache cache(p.c_str(), "c");
+    FwdCache fwd(cache, "fwd");
+    const uint32_t keys = 500;
+    for (uint32_t i = 0; i < keys; i++) fwd.insert(make_params(i), make_perf(i));
+    std::atomic<bool> stop{false};
+    std::atomic<uint64_t> bad{0}, thrown{0}, calls{0};
+    std::vector<std::thread> workers;
+    for (int t = 0; t < 4; t++) {
+        workers.emplace_back([&, t] {
+            uint32_t x = 777u * static_cast<uint32_t>(t + 1);
+            while (!stop.load(std::memory_order_relaxed) || calls.load() < 20000) {
+                x = x * 1103515245u + 12345u;
+                uint32_t i = (x >> 8) % (2 * keys);
+                try {
+                    Perf out{};
+                    if (x % 3 == 0) {
+                        fwd.insert(make_params(i), make_perf(i));
+                    } else if (x % 3 == 1) {
+                        out = fwd.getOrCreate(make_params(i), [&](const Params &) { return make_perf(i); }).first;
+                        if (!same(out, make_perf(i))) bad.fetch_add(1);
+                    } else if (fwd.find(make_params(i), &out) && !same(out, make_perf(i))) {
+                        bad.fetch_add(1);
+                    }
+                } catch (const std::exception &e) {
+                    std::fprintf(stderr, "test_closed_under_it: %s\n", e.what());
+                    thrown.fetch_add(1);
+                }
+                calls.fetch_add(1);
+            }
+        });
+    }
+    while (calls.load() < 2000) std::this_thread::yield();
+    convcache_close(cache.handle()); // as convcache_close from another layer: the token stays in fwd
+    stop.store(true);
+    for (auto &w : workers) w.join();
+    CHECK(thrown.load() == 0);
+    CHECK(bad.load() == 0);
+    // The local map answers now, and load and save say why.
+    fwd.insert(make_params(3 * keys), make_perf(3 * keys));
+    Perf out{};
+    CHECK(fwd.find(make_params(3 * keys), &out) && same(out, make_perf(3 * keys)));
+    CHECK(fwd.load() == CONVCACHE_E_HANDLE);
+    CHECK(fwd.save() == CONVCACHE_E_HANDLE);
+}
+
 int main() {
     struct {
         const char *name;
@@ -423,6 +475,7 @@ int main() {
         {"value_size_mismatch", test_value_size_mismatch},
         {"modes", test_modes},
         {"forked_child", test_forked_child},
+        {"closed_under_it", test_closed_under_it},
     };
     for (auto &t : tests) {
         std::printf("test_benchmark: %s\n", t.name);

@@ -5,7 +5,8 @@
 #   sh tests/infra/prereqs.sh [--packages] SET...
 #
 # SETs: build (make, plain `make install`), cxx (the demo, examples), test
-# (make test, test-repeat), bench (make bench). Exit 0 when all is there,
+# (make test, test-repeat), bench (make bench), wheel-aarch64 (make wheel and
+# wheel-test ARCH=aarch64 on another machine: the cross toolchain and qemu). Exit 0 when all is there,
 # 1 otherwise. --packages prints only the missing Debian packages, one line,
 # for .ci/run.
 set -u
@@ -65,6 +66,13 @@ for set in "$@"; do
         # PyPI, kept for later runs) with pip, under build/.
         tool python3 python3
         python3 -m pip --version >/dev/null 2>&1 || need python3-pip pip
+        # wheel-test installs the wheel into a fresh venv.
+        python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need python3-venv python3-venv
+        ;;
+    wheel-aarch64)
+        tool aarch64-linux-gnu-gcc gcc-aarch64-linux-gnu
+        tool aarch64-linux-gnu-g++ g++-aarch64-linux-gnu
+        tool qemu-aarch64 qemu-user
         ;;
     bench)
         tool "${CXX:-g++}" g++

@@ -9,13 +9,20 @@
 #     and so does one that left a process running;
 #   - the leftover check (tests/infra/leftovers.sh) fails the run if anything
 #     was left in /tmp or in the source tree outside build/. As root, the
-#     suite gets a /tmp of its own (tests/infra/private-tmp.sh;
+#     suite gets a /tmp of its own (tests/infra/private-tmp.sh, which binds
+#     the source tree into it when it lies under /tmp;
 #     CONVCACHE_PRIVATE_TMP=0 turns that off), so that what it leaves there
-#     is told apart from what other programs write to the real /tmp.
+#     is told apart from what other programs write to the real /tmp, which
+#     is then not looked at. Without one, leftovers.sh blames nothing in the
+#     real /tmp (it cannot tell the suite's files from other programs'),
+#     except with CI=true, where nothing else runs.
 #
 #   sh tests/infra/run-tests.sh MAKE TARGET...
 set -u
-here=$(cd "$(dirname "$0")" && pwd)
+here=$(cd "$(dirname "$0")" && pwd -P)
+# Physical paths from here on: a path through a symlink in /tmp would not
+# lead anywhere in the suite's own /tmp.
+cd "$(pwd -P)" || exit 1
 mkdir -p build
 run=$(mktemp -d "$(pwd)/build/test-tmp.XXXXXX") || exit 1
 # test_api runs one of its children as nobody, inside this directory.
@@ -32,12 +39,19 @@ start=$(date +%s)
 # make does not pass a signal to, before the directory is removed.
 # Where it can, the suite also gets a /tmp of its own (private-tmp.sh), so
 # that what a test leaves there is certainly this run's (leftovers.sh).
+# A trial run of private-tmp.sh decides: where it cannot set one up, the
+# suite runs without, and says why.
 private=""
 if [ "${CONVCACHE_PRIVATE_TMP:-1}" = 1 ] && [ "$(id -u)" = 0 ] &&
     unshare --mount --propagation private true 2>/dev/null; then
-    private=$run/.state/private-tmp.list
-    : >"$private"
-    set -- unshare --mount --propagation private sh "$here/private-tmp.sh" "$private" "$@"
+    mkdir "$run/.state/trial"
+    if unshare --mount --propagation private sh "$here/private-tmp.sh" "$run/.state/trial/list" true \
+        2>"$run/.state/trial/err"; then
+        private=$run/.state/private-tmp.list
+        set -- unshare --mount --propagation private sh "$here/private-tmp.sh" "$private" "$@"
+    else
+        echo "make test: note: no /tmp of its own for the suite: $(tail -n 1 "$run/.state/trial/err")" >&2
+    fi
 fi
 TMPDIR=$run/tmp setsid -w "$@" </dev/null &
 suite=$!

@@ -11,23 +11,38 @@
  * among the live ones first, so a destroyed or foreign pointer is
  * BAD_PARAM, never a crash.
  *
- * The "installed" engines (standin_engines.h) have knobs with ranges and a
- * simulated run time; executing a plan writes an output that depends only on
- * (engine, knob choices, input bytes), so bit-identity is testable.
+ * The "installed" engines (standin_engines.c) have knobs with ranges,
+ * numerical notes and a simulated run time; executing a plan
+ * (standin_plan.c) writes an output that depends only on (shape, engine,
+ * knob choices, input bytes), so bit-identity is testable.
  *
- * Environment:
- *   STANDIN_ENGINE_COUNT    engines this cuDNN has (default 6, at most 6)
- *   STANDIN_EXEC_US         microseconds an execution sleeps on average
- *                           (default 0); each (engine, knobs, shape) gets
- *                           0.5x to 1.5x of it, always the same
- *   STANDIN_PLAN_STATUS     finalizing a plan fails with this status
+ * Environment (faults first; a TAGS value is a list of engine/knob tags,
+ * "eng3,eng1_k2:3_k14:4": standin_plan.c):
+ *   STANDIN_ENGINE_COUNT    engines this cuDNN has (default 6, at most 6):
+ *                           fewer, and the others vanish from heuristics
+ *                           and fail to finalize (NOT_SUPPORTED)
+ *   STANDIN_VANISH          TAGS: engines ("eng3") that are not installed,
+ *                           configs (with knobs) heuristics no longer offer
  *   STANDIN_SUBSTITUTE      "engine" or "knob": a plan quietly runs another
  *                           engine or knob value than its config asked for
+ *   STANDIN_PLAN_STATUS     finalizing any plan fails with this status
+ *   STANDIN_FAIL_FINALIZE   TAGS: finalizing a plan of a matching config
+ *                           fails (CUDNN_STATUS_NOT_SUPPORTED)
+ *   STANDIN_FAIL_EXECUTE    TAGS: every execute of a plan that runs a
+ *                           matching config fails (EXECUTION_FAILED)
  *   STANDIN_LIE             "count": descriptor-valued attributes report one
  *                           element too few when asked how many, and all of
  *                           them (more than asked for) when filling
+ *   STANDIN_EXEC_US         microseconds an execution sleeps on average
+ *                           (default 0); each (engine, knobs, shape) gets
+ *                           0.5x to 1.5x of it, always the same
+ *   STANDIN_BUILD_US        microseconds each plan finalize sleeps (default
+ *                           0), outside the lock, as building costs
+ *   STANDIN_REPORT          path: counts per shape at exit (standin_counters.c)
+ *   STANDIN_TRACE           path: every backend call, appended (standin_trace.c)
  */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -128,7 +143,8 @@ size_t sb_type_size(int type) {
     switch (type) {
     case CUDNN_TYPE_BOOLEAN: return 1;
     case CUDNN_TYPE_DATA_TYPE: case CUDNN_TYPE_FLOAT: case CUDNN_TYPE_CONVOLUTION_MODE:
-    case CUDNN_TYPE_HEUR_MODE: case CUDNN_TYPE_KNOB_TYPE: case CUDNN_TYPE_NUMERICAL_NOTE: return 4;
+    case CUDNN_TYPE_HEUR_MODE: case CUDNN_TYPE_KNOB_TYPE: case CUDNN_TYPE_NUMERICAL_NOTE:
+    case CUDNN_TYPE_BEHAVIOR_NOTE: return 4;
     }
     return 8; /* HANDLE, INT64, DOUBLE, VOID_PTR, BACKEND_DESCRIPTOR */
 }
@@ -175,19 +191,30 @@ const struct desc *sb_sub(const struct desc *d, int name, int64_t i) {
 
 /* ---- the API ------------------------------------------------------------ */
 
+/* Trace helpers: a descriptor's type by name (d may be NULL: a foreign one). */
+#define TYPE_OF(d) ((d) ? sb_type_name((d)->type, tb, sizeof tb) : "?")
+#define ATTR_OF(n) sb_attr_name(n, ab, sizeof ab)
+
 cudnnStatus_t cudnnBackendCreateDescriptor(cudnnBackendDescriptorType_t type,
                                            cudnnBackendDescriptor_t *out) {
-    if (!out || !sb_schema(type)) return CUDNN_STATUS_BAD_PARAM;
+    char tb[32];
+    if (!out || !sb_schema(type)) {
+        sb_trace("create %s -> %d", sb_type_name(type, tb, sizeof tb), CUDNN_STATUS_BAD_PARAM);
+        return CUDNN_STATUS_BAD_PARAM;
+    }
     pthread_mutex_lock(&mu);
     struct desc *d = desc_new(type);
     pthread_mutex_unlock(&mu);
     *out = d;
+    sb_trace("create %s %p -> %d", sb_type_name(type, tb, sizeof tb), (void *)d, d ? 0 : 1001);
     return d ? CUDNN_STATUS_SUCCESS : 1001;
 }
 
 cudnnStatus_t cudnnBackendDestroyDescriptor(cudnnBackendDescriptor_t p) {
+    char tb[32];
     pthread_mutex_lock(&mu);
     struct desc *d = sb_live(p);
+    if (sb_tracing()) sb_trace("destroy %p(%s) -> %d", p, TYPE_OF(d), d ? 0 : CUDNN_STATUS_BAD_PARAM);
     if (d) desc_unlink_free(d);
     pthread_mutex_unlock(&mu);
     return d ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_BAD_PARAM;
@@ -217,18 +244,25 @@ cudnnStatus_t cudnnBackendSetAttribute(cudnnBackendDescriptor_t p, cudnnBackendA
         st = sb_put(d, name, type, count, elements);
     }
 out:
+    if (sb_tracing()) {
+        char tb[32], ab[48];
+        sb_trace("set %p(%s) %s type=%d n=%lld -> %d", p, TYPE_OF(d), ATTR_OF(name), (int)type, (long long)count, st);
+    }
     pthread_mutex_unlock(&mu);
     return st;
 }
 
+/* A NULL count is not written; NULL elements (or none requested) ask how
+ * many there are, as cudnn_frontend's reads of notes and knobs do. */
 cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const p, cudnnBackendAttributeName_t name,
                                        cudnnBackendAttributeType_t type, int64_t requested,
                                        int64_t *count, void *elements) {
     cudnnStatus_t st = CUDNN_STATUS_BAD_PARAM;
+    int64_t got = 0;
     pthread_mutex_lock(&mu);
     struct desc *d = sb_live(p);
     const struct attr_rule *r = d ? sb_rule(d->type, name) : NULL;
-    if (!d || !r || !count || requested < 0 || (requested > 0 && !elements) || !sb_type_ok(r, type)) goto out;
+    if (!d || !r || requested < 0 || !sb_type_ok(r, type)) goto out;
     if (!d->finalized) {
         st = CUDNN_STATUS_NOT_INITIALIZED;
         goto out;
@@ -240,8 +274,8 @@ cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const p, cudnnBa
      * asked how many, more than asked for when filling). */
     const char *lie = getenv("STANDIN_LIE");
     int lying = lie && !strcmp(lie, "count") && type == CUDNN_TYPE_BACKEND_DESCRIPTOR && have > 0;
-    if (requested == 0) {
-        *count = lying ? have - 1 : have;
+    if (requested == 0 || !elements) {
+        got = lying ? have - 1 : have;
         st = CUDNN_STATUS_SUCCESS;
         goto out;
     }
@@ -265,26 +299,67 @@ cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const p, cudnnBa
     } else if (n > 0) {
         memcpy(elements, a->data, (size_t)n * sb_type_size(type));
     }
-    *count = lying ? have : n;
+    got = lying ? have : n;
     st = CUDNN_STATUS_SUCCESS;
 out:
+    if (st == CUDNN_STATUS_SUCCESS && count) *count = got;
+    if (sb_tracing()) {
+        char tb[32], ab[48];
+        sb_trace("get %p(%s) %s type=%d req=%lld%s -> %d n=%lld", p, TYPE_OF(d), ATTR_OF(name), (int)type,
+                 (long long)requested, elements ? "" : " elements=NULL", st, (long long)got);
+    }
     pthread_mutex_unlock(&mu);
     return st;
 }
 
+/* shape_of_plan names the shape of a plan's engine config (standin_plan.c). */
+static void shape_of_plan(const struct desc *plan, char *buf, size_t cap) {
+    const struct desc *cfg = sb_sub(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, 0);
+    const struct desc *e = cfg ? sb_sub(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, 0) : NULL;
+    const struct desc *op = e ? sb_graph_op(sb_sub(e, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, 0)) : NULL;
+    if (op) sb_shape_name(op, buf, cap);
+    else snprintf(buf, cap, "other");
+}
+
+static void sleep_us(long long us) {
+    if (us <= 0) return;
+    struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+}
+
 cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t p) {
     cudnnStatus_t st = CUDNN_STATUS_BAD_PARAM;
+    int is_plan = 0;
     pthread_mutex_lock(&mu);
     struct desc *d = sb_live(p);
     if (d && !d->finalized && sb_required_set(d)) {
         st = sb_finalize(d);
+        is_plan = d->type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR;
+        char shape[SB_SHAPE_MAX];
+        if (is_plan) {
+            if (st == CUDNN_STATUS_SUCCESS) snprintf(shape, sizeof shape, "%s", d->shape);
+            else shape_of_plan(d, shape, sizeof shape);
+            sb_count_build(d, shape, st == CUDNN_STATUS_SUCCESS);
+        }
         if (st == CUDNN_STATUS_SUCCESS) {
             d->finalized = 1;
-            if (d->type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR) stats.plans++;
-            if (d->type == CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR) stats.heuristics++;
+            if (is_plan) stats.plans++;
+            if (d->type == CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR) {
+                stats.heuristics++;
+                const struct desc *op = sb_graph_op(sb_sub(d, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, 0));
+                sb_shape_name(op, shape, sizeof shape);
+                sb_count_heuristics(shape);
+            }
         }
     }
+    if (sb_tracing()) {
+        char tb[32];
+        sb_trace("finalize %p(%s) -> %d", p, TYPE_OF(d), st);
+    }
     pthread_mutex_unlock(&mu);
+    /* Building a plan takes time (outside the lock: threads build at once). */
+    if (is_plan) sleep_us(sb_env_ll("STANDIN_BUILD_US", 0));
     return st;
 }
 
@@ -294,18 +369,16 @@ cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t
     pthread_mutex_lock(&mu);
     struct desc *p = sb_live(plan), *v = sb_live(pack);
     cudnnStatus_t st = CUDNN_STATUS_BAD_PARAM;
-    if (handle && p && v && p->finalized && v->finalized && p->type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR &&
-        v->type == CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR)
+    int is_plan = p && p->finalized && p->type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR;
+    if (handle && is_plan && v && v->finalized && v->type == CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR)
         st = sb_prepare_run(p, v, &run);
     if (st == CUDNN_STATUS_SUCCESS) stats.executes++;
+    if (is_plan) sb_count_execute(p, sb_int(p, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, 0), st == CUDNN_STATUS_SUCCESS);
+    sb_trace("execute %p %p -> %d", plan, pack, st);
     pthread_mutex_unlock(&mu);
     if (st != CUDNN_STATUS_SUCCESS) return st;
     /* Outside the lock: threads run their plans at the same time. */
     sb_compute(&run);
-    if (run.sleep_us > 0) {
-        struct timespec ts = {(time_t)(run.sleep_us / 1000000), (long)(run.sleep_us % 1000000) * 1000};
-        while (nanosleep(&ts, &ts) != 0) {
-        }
-    }
+    sleep_us(run.sleep_us);
     return CUDNN_STATUS_SUCCESS;
 }

@@ -95,6 +95,21 @@ int cudnnGetStream(struct handle *h, void **s) {
     return OK;
 }
 
+/* What cudnn_frontend puts in its exceptions' messages. */
+const char *cudnnGetErrorString(int status) {
+    switch (status) {
+    case OK: return "CUDNN_STATUS_SUCCESS";
+    case BAD_PARAM: return "CUDNN_STATUS_BAD_PARAM";
+    case 1001: return "CUDNN_STATUS_NOT_INITIALIZED";
+    case 3000: return "CUDNN_STATUS_NOT_SUPPORTED";
+    case 5000: return "CUDNN_STATUS_EXECUTION_FAILED";
+    }
+    return "CUDNN_STATUS_UNKNOWN (stand-in)";
+}
+void cudnnGetLastErrorString(char *message, size_t max_size) {
+    if (message && max_size) message[0] = 0;
+}
+
 int cudnnCreateTensorDescriptor(struct tensor **d) { *d = calloc(1, sizeof **d); return OK; }
 int cudnnDestroyTensorDescriptor(struct tensor *d) { free(d); return OK; }
 int cudnnSetTensorNdDescriptor(struct tensor *d, int dt, int nb, const int *dims,

@@ -67,6 +67,7 @@ static const struct attr_rule engine[] = {
     {CUDNN_ATTR_ENGINE_GLOBAL_INDEX, I64, 1, 1, 1, 0, {0}},
     {CUDNN_ATTR_ENGINE_KNOB_INFO, DESC, 0, MAX_ELEMS, 0, 1, {CUDNN_BACKEND_KNOB_INFO_DESCRIPTOR}},
     {CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE, 0, 8, 0, 1, {0}},
+    {CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE, 0, 8, 0, 1, {0}},
     {0}};
 static const struct attr_rule cfg[] = {
     {CUDNN_ATTR_ENGINECFG_ENGINE, DESC, 1, 1, 1, 0, {CUDNN_BACKEND_ENGINE_DESCRIPTOR}},
@@ -84,7 +85,8 @@ static const struct attr_rule knob_info[] = {
     {CUDNN_ATTR_KNOB_INFO_STRIDE, I64, 1, 1, 0, 1, {0}},
     {0}};
 static const struct attr_rule plan[] = {
-    {CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, 1, 1, 0, {0}},
+    /* Deprecated in cuDNN 9; cudnn_frontend 1.32 does not set it. */
+    {CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, 1, 0, 0, {0}},
     {CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, DESC, 1, 1, 1, 0, {CUDNN_BACKEND_ENGINECFG_DESCRIPTOR}},
     {CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, I64, 1, 1, 0, 1, {0}},
     {0}};

@@ -1,14 +1,17 @@
 // The v8 drop-in (include/convcache_v8.hpp) against the stand-in cuDNN:
 // PyTorch's LRU semantics, persistent hits rebuilt and verified, rebuilds
 // that fail or run something else, stale entries replaced, the device key,
-// the LRU limit's parsing, and 2 processes x 4 threads with thread_local
-// caches benchmarking each shape once in all.
+// the LRU limit's parsing, a forged workspace size never passed on, and
+// 2 processes x 4 threads with thread_local caches benchmarking each shape
+// once in all: shapes with nothing stored, and shapes whose stored choice
+// is stale (does not rebuild, does not check, or is too long).
 #include "backend_api.h"
 #include "conv_graph.h"
 
 #include <convcache_v8.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <thread>
 
@@ -62,6 +65,7 @@ static cg_conv shape(int i) {
 }
 
 static std::atomic<int> benchmarks{0};
+static int bench_ms; // $V8_TEST_BENCH_MS: each benchmark takes this long at least
 
 // Heuristic config number `pick` (the stand-in's order), as a benchmark would pick a winner.
 static Plan plan_for(cudnnHandle_t h, const cg_conv &cv, int pick = 0) {
@@ -77,6 +81,7 @@ static Plan plan_for(cudnnHandle_t h, const cg_conv &cv, int pick = 0) {
 
 static Plan benchmark(cudnnHandle_t h, const cg_conv &cv) {
     benchmarks++;
+    if (bench_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(bench_ms));
     return plan_for(h, cv, 1);
 }
 
@@ -178,6 +183,56 @@ static void test_stale(cudnnHandle_t h) {
     unsetenv("STANDIN_ENGINE_COUNT");
 }
 
+// The drop-in's key in the file: name NUL normalised key.
+static std::string library_key(const char *name, Key k) {
+    k.params.device_id = 0;
+    return std::string(name) + '\0' + std::string(reinterpret_cast<const char *>(&k), sizeof k);
+}
+
+// A stored choice whose workspace size was forged: the rebuild hook never
+// sees it (it gets 0), and the plan handed out needs what cuDNN says.
+static void test_forged_workspace(cudnnHandle_t h) {
+    convcache::DeviceCaches caches(testutil::path("forged.ccdb").c_str(), same_model);
+    const cg_conv cv = shape(2);
+    convcache_engine_choice real, forged;
+    real.workspace = 0;
+    for (int pick = 0; pick < 8 && real.workspace == 0; pick++) { // a winner that needs a workspace
+        Plan winner = plan_for(h, cv, pick);
+        CHECK(convcache_engine_from_plan(winner.get_raw_desc(), &real, nullptr) == 0);
+    }
+    CHECK(real.workspace > 0);
+    forged = real;
+    forged.workspace = int64_t(1) << 50;
+    CHECK(convcache_engine_seal(&forged) == 0);
+    Key k = key_of(0, cv);
+    std::string lk = library_key("f", k);
+    CHECK(convcache_insert(caches.handle(0), lk.data(), lk.size(), &forged, sizeof forged) == 0);
+    int64_t seen = -1;
+    auto hook = [&](const convcache_engine_choice &c) {
+        seen = c.workspace;
+        CHECK(c.engine == real.engine && c.knob_count == real.knob_count);
+        return rebuilder(h, cv)(c);
+    };
+    auto needs = [](const Plan &p) {
+        convcache_engine_choice c;
+        CHECK(convcache_engine_from_plan(p.get_raw_desc(), &c, nullptr) == 0);
+        CHECK(c.workspace == cg_workspace(&api, (cudnnBackendDescriptor_t)p.get_raw_desc()));
+        CHECK(convcache_engine_plan_choice(p.h->rebuilt)->workspace == c.workspace);
+        return c.workspace;
+    };
+    Cache8 c(caches, "f");
+    Plan *p = c.find(k, hook);
+    CHECK(p && c.stats().file_hits == 1);
+    std::printf("test_v8: forged workspace %lld: the hook got %lld, the plan needs %lld\n", (long long)forged.workspace,
+                (long long)seen, (long long)needs(*p));
+    CHECK(seen == 0 && needs(*p) == real.workspace);
+    Cache8 d(caches, "f"); // get_or_benchmark's way in
+    seen = -1;
+    int before = benchmarks;
+    p = d.get_or_benchmark(k, hook, [&] { return benchmark(h, cv); });
+    CHECK(p && seen == 0 && needs(*p) == real.workspace && benchmarks == before && d.stats().file_hits == 1);
+}
+
 static void test_lru_limit_env() {
     setenv("V8_TEST_LIMIT", "25", 1);
     CHECK(convcache::v8::lru_limit_from_env("V8_TEST_LIMIT") == 25);
@@ -215,6 +270,7 @@ static void worker(int t) {
 }
 
 static int child(const char *path) {
+    if (const char *ms = std::getenv("V8_TEST_BENCH_MS")) bench_ms = std::atoi(ms);
     convcache::DeviceCaches caches(path, same_model);
     shared_caches = &caches;
     std::vector<std::thread> pool;
@@ -228,24 +284,63 @@ static int child(const char *path) {
     return 0;
 }
 
-static void test_two_processes(const char *self) {
-    std::string path = testutil::path("shared.ccdb");
+// Runs 2 children on the file at path; returns the benchmarks they ran.
+static int two_processes(const char *self, const std::string &path, const char *what) {
     std::string cmd = std::string("'") + self + "' --child '" + path + "'";
     FILE *out[2] = {popen(cmd.c_str(), "r"), popen(cmd.c_str(), "r")};
     char lines[2][kShapes + 1][160];
-    int total = 0;
+    int total = 0, each[2] = {-1, -1};
     for (int i = 0; i < 2; i++) {
         CHECK(out[i]);
         for (int l = 0; l <= kShapes; l++) CHECK(std::fgets(lines[i][l], sizeof lines[i][l], out[i]));
         CHECK(pclose(out[i]) == 0);
-        int b = -1;
-        CHECK(std::sscanf(lines[i][kShapes], "benchmarks %d", &b) == 1);
-        total += b;
+        CHECK(std::sscanf(lines[i][kShapes], "benchmarks %d", &each[i]) == 1);
+        total += each[i];
     }
     for (int l = 0; l < kShapes; l++) CHECK(std::strcmp(lines[0][l], lines[1][l]) == 0);
-    std::printf("test_v8: %d shapes, %d benchmarks in 2 processes x %d threads (thread_local caches)\n", kShapes,
-                total, kThreads);
+    std::printf("test_v8: %d shapes %s, %d benchmarks (%d + %d) in 2 processes x %d threads (thread_local caches)\n",
+                kShapes, what, total, each[0], each[1], kThreads);
+    return total;
+}
+
+static void test_two_processes(const char *self) {
+    CHECK(two_processes(self, testutil::path("shared.ccdb"), "with nothing stored") == kShapes);
+}
+
+// Every shape's stored choice is stale: one this cuDNN lacks the engine of
+// (STANDIN_ENGINE_COUNT=3), one that fails its check, one too long to be a
+// choice. The threads and processes that meet one share its benchmark,
+// however long it takes, and the stale choice is replaced.
+static void test_two_processes_stale(const char *self, cudnnHandle_t h) {
+    std::string path = testutil::path("stale-shared.ccdb");
+    {
+        convcache::DeviceCaches caches(path.c_str(), same_model);
+        convcache_engine_choice e5;
+        std::memset(&e5, 0, sizeof e5);
+        e5.engine = 5, e5.knob_count = 1, e5.knobs[0].type = CUDNN_KNOB_TYPE_STAGES, e5.knobs[0].value = 2;
+        CHECK(convcache_engine_seal(&e5) == 0);
+        for (int s = 0; s < kShapes; s++) {
+            std::string lk = library_key("shared", key_of(0, shape(s)));
+            std::string v(reinterpret_cast<const char *>(&e5), sizeof e5);
+            if (s % 3 == 1) v[28] ^= 1;                  // a bad checksum
+            if (s % 3 == 2) v.append(200, char(s));      // longer than a choice
+            CHECK(convcache_insert(caches.handle(0), lk.data(), lk.size(), v.data(), v.size()) == 0);
+        }
+    }
+    setenv("STANDIN_ENGINE_COUNT", "3", 1);
+    setenv("V8_TEST_BENCH_MS", "30", 1); // ample time for every thread to meet each stale choice
+    int total = two_processes(self, path, "with a stale choice stored");
+    unsetenv("V8_TEST_BENCH_MS");
     CHECK(total == kShapes);
+    // The next process rebuilds every shape from the replacement.
+    convcache::DeviceCaches caches(path.c_str(), same_model);
+    Cache8 next(caches, "shared");
+    for (int s = 0; s < kShapes; s++) {
+        Plan *p = next.find(key_of(0, shape(s)), rebuilder(h, shape(s)));
+        CHECK(p && p->engine() < 3);
+    }
+    CHECK(next.stats().file_hits == kShapes);
+    unsetenv("STANDIN_ENGINE_COUNT");
 }
 
 int main(int argc, char **argv) {
@@ -257,9 +352,11 @@ int main(int argc, char **argv) {
     test_lru(h);
     test_persistent(h);
     test_stale(h);
+    test_forged_workspace(h);
     test_lru_limit_env();
-    api.handle_destroy(h);
     test_two_processes(argv[0]);
+    test_two_processes_stale(argv[0], h);
+    api.handle_destroy(h);
     std::string rm = "rm -rf '" + testutil::tmpdir() + "'";
     CHECK(std::system(rm.c_str()) == 0);
     std::printf("test_v8: ok\n");

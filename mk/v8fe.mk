@@ -1,0 +1,56 @@
+# PyTorch's default convolution path on the REAL cudnn_frontend 1.32 (issue
+# 23): tests/v8fe/torch_like, built against NVIDIA's cudnn_frontend and
+# cuDNN 9 headers (mk/nvidia.mk) and linked against the stand-in cuDNN, CUDA
+# runtime and driver (tests/preload), so it runs on this machine.
+#
+#   make v8fe-test     torch_like's cold runs without an interposer, each
+#                      option and fault: they complete with valid outputs,
+#                      and the stand-in's counts are what PyTorch's sequence
+#                      gives (tests/v8fe/run.sh); also compiles
+#                      examples/pytorch/conv_v8.cpp's cudnn_frontend lines
+#
+# The stand-in CUDA runtime, $(STANDIN_CUDART), is built here too.
+
+STANDIN_CUDART := $(STANDIN_DIR)/libcudart.so.13
+V8FE_DIR       := $(BUILD)/tests/v8fe
+V8FE_PROG      := $(V8FE_DIR)/torch_like
+V8FE_FLAGS      = $(NVIDIA_REAL_CFLAGS) $(NVIDIA_FE_CFLAGS)
+# The program calls cuDNN and the CUDA runtime directly (as libtorch_cuda
+# does): the stand-ins, found by run path.
+V8FE_LINK      := -L$(STANDIN_DIR) -l:libcudnn.so.9 -l:libcudart.so.13 -l:libcuda.so.1 \
+                  -Wl,-rpath,$(ABS_BUILD)/tests/preload -ldl -lpthread
+
+TEST_TARGETS   += v8fe-test
+
+$(STANDIN_CUDART): tests/preload/standin_cudart.c $(STANDIN_DIR)/libcuda.so.1
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -fPIC -shared -Wl,-soname,libcudart.so.13 -o $@ $< \
+	  -L$(STANDIN_DIR) -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
+
+# torch_conv.cpp alone includes cudnn_frontend.h (about a minute to
+# compile), and the example's plan_from_choice (--rebuild).
+$(V8FE_DIR)/torch_conv.o: tests/v8fe/torch_conv.cpp tests/v8fe/torch_conv.hpp tests/v8fe/conv_shapes.hpp \
+  examples/pytorch/conv_v8_frontend.hpp include/convcache_engine.h $(NVIDIA_FE_STAMP) $(NVIDIA_STAMP)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS) $(V8FE_FLAGS) -Iinclude -Iexamples/pytorch -c -o $@ $<
+
+$(V8FE_DIR)/torch_like.o: tests/v8fe/torch_like.cpp tests/v8fe/torch_conv.hpp tests/v8fe/conv_shapes.hpp \
+  $(NVIDIA_STAMP)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS) $(V8FE_FLAGS) -c -o $@ $<
+
+$(V8FE_PROG): $(V8FE_DIR)/torch_like.o $(V8FE_DIR)/torch_conv.o $(STANDINS) $(STANDIN_CUDART)
+	$(CXX) $(CXXFLAGS) -o $@ $(V8FE_DIR)/torch_like.o $(V8FE_DIR)/torch_conv.o $(V8FE_LINK)
+
+# examples/pytorch/conv_v8.cpp's plan_from_choice on cudnn_frontend: the
+# lines its patch adds to Conv_v8.cpp, compiled (not run) against the real
+# headers.
+$(V8FE_DIR)/conv_v8_frontend.o: examples/pytorch/conv_v8.cpp examples/pytorch/conv_v8_frontend.hpp \
+  include/convcache_v8.hpp bench/gpu/conv_graph.h examples/pytorch/convolution_params.hpp \
+  $(NVIDIA_FE_STAMP) $(NVIDIA_STAMP) $(BUILD)/include/.stamp
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS) $(V8FE_FLAGS) -DCONVCACHE_EXAMPLE_FRONTEND $(V8_INC) -Iexamples/pytorch -c -o $@ $<
+
+.PHONY: v8fe-test
+v8fe-test: $(V8FE_PROG) $(V8FE_DIR)/conv_v8_frontend.o
+	$(CXX_CLEAN_ENV) sh tests/v8fe/run.sh $(BUILD)
