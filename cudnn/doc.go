@@ -107,8 +107,9 @@
 //     benchmarks exactly as it would without convcache.
 //
 // The host's own choice is learnt from what it does after timing: the plan
-// it runs once its graph is destroyed, or the plan it ran last when it
-// destroys a timed plan. A graph with fewer than two plans alive at its
+// it runs once its graph, or a plan it timed, is destroyed (cudnn_frontend's
+// timing loop drops one of two plans that time the same before the host
+// chooses), or the one plan left when it destroys all the others. A graph with fewer than two plans alive at its
 // first execute is not a benchmark (benchmark mode off) and nothing is
 // learnt from it. The choice is merged into the stored list: choices that
 // failed here, that heuristics no longer offer, or that the host timed and

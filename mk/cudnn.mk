@@ -61,9 +61,10 @@ $(STANDIN_DIR)/preload_linked: $(PRELOAD_PROG_SRC) tests/preload/prog.h include/
 
 # PyTorch's default-path benchmark in plain C over the backend API, linked
 # to the stand-in cuDNN as libtorch_cuda is to libcudnn (tests/preload/v8_run.sh).
-$(STANDIN_DIR)/v8_prog: tests/preload/v8_prog.c bench/gpu/conv_graph.h $(BUILD)/libconvcache_engine.a $(STANDINS) include/convcache_engine.h
+$(STANDIN_DIR)/v8_prog: tests/preload/v8_prog.c bench/gpu/conv_graph.h $(BUILD)/libconvcache_engine.a $(STANDINS) \
+  $(STANDIN_DIR)/libcudart.so.13 include/convcache_engine.h
 	$(CC) $(CFLAGS) -Iinclude -Icudnn/engine -Ibench/gpu -o $@ $< $(BUILD)/libconvcache_engine.a -L$(STANDIN_DIR) -l:libcudnn.so.9 \
-	  -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
+	  -l:libcudart.so.13 -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
 
 $(STANDIN_DIR)/scope_test: tests/preload/scope_test.c $(LIB) $(BUILD)/include/.stamp
 	@mkdir -p $(STANDIN_DIR)

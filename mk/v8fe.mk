@@ -8,6 +8,10 @@
 #                      and the stand-in's counts are what PyTorch's sequence
 #                      gives (tests/v8fe/run.sh); also compiles
 #                      examples/pytorch/conv_v8.cpp's cudnn_frontend lines
+#   make v8fe-preload-test  torch_like under `convcache run`: the interposer
+#                      serves the default path (tests/preload/v8_run.sh: run
+#                      2 times one plan per shape; every change run 2 may
+#                      bring; single flight; strict, ro, recache, off)
 #
 # The stand-in CUDA runtime, $(STANDIN_CUDART), is built here too.
 
@@ -20,7 +24,7 @@ V8FE_FLAGS      = $(NVIDIA_REAL_CFLAGS) $(NVIDIA_FE_CFLAGS)
 V8FE_LINK      := -L$(STANDIN_DIR) -l:libcudnn.so.9 -l:libcudart.so.13 -l:libcuda.so.1 \
                   -Wl,-rpath,$(ABS_BUILD)/tests/preload -ldl -lpthread
 
-TEST_TARGETS   += v8fe-test
+TEST_TARGETS   += v8fe-test v8fe-preload-test
 
 $(STANDIN_CUDART): tests/preload/standin_cudart.c $(STANDIN_DIR)/libcuda.so.1
 	@mkdir -p $(@D)
@@ -54,3 +58,7 @@ $(V8FE_DIR)/conv_v8_frontend.o: examples/pytorch/conv_v8.cpp examples/pytorch/co
 .PHONY: v8fe-test
 v8fe-test: $(V8FE_PROG) $(V8FE_DIR)/conv_v8_frontend.o
 	$(CXX_CLEAN_ENV) sh tests/v8fe/run.sh $(BUILD)
+
+.PHONY: v8fe-preload-test
+v8fe-preload-test: $(V8FE_PROG) $(LIB) $(PRELOAD_LIB) $(BUILD)/convcache
+	V8_FILTERS="--deterministic --no-tf32" sh tests/preload/v8_run.sh $(BUILD) torch_like --report $(V8FE_PROG)

@@ -131,6 +131,9 @@ int v8_shadow_tracked_type(int type);
 void v8_shadow_add(void *desc, int type);
 /* v8_shadow_drop forgets desc (v8_mu held), dropping its graph reference. */
 void v8_shadow_drop(const void *desc);
+/* v8_shadow_plan_of finds a finalized plan of g other than except (v8_mu
+ * held; a walk of the whole table: once per graph at most). */
+struct v8_shadow *v8_shadow_plan_of(const struct v8_graph *g, const void *except);
 
 /* ---- keys (v8_key.c) ---------------------------------------------------- */
 
@@ -179,7 +182,6 @@ struct v8_graph {
     int graph_gone, post, executed, recorded;
     int built, ran, refused; /* plans finalized, plans run (timed), executes refused */
     int deferred;            /* plans whose finalize was deferred */
-    void *last_ok;        /* the plan of the last successful execute */
 };
 
 /* Hooks, called by v8_calls.c around the real calls, v8_mu not held. */

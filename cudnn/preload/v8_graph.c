@@ -19,10 +19,10 @@
  *                    does not match) or RECORDING (a new graph): the host
  *                    benchmarks exactly as without convcache
  *   the choice       the host's choice is the plan it runs after timing:
- *                    the first good execute once the graph is destroyed,
- *                    or the last good one when a timed plan is destroyed,
- *                    whichever comes first. It is merged into the stored
- *                    list (v8_choices.c) and stored.
+ *                    the first good execute once the graph or a timed
+ *                    plan is destroyed, or the one plan left when all the
+ *                    others are. It is merged into the stored list
+ *                    (v8_choices.c) and stored.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -140,7 +140,6 @@ cudnnStatus_t v8_execute(cudnnHandle_t h, void *plan, void *pack) {
     if (st == CUDNN_STATUS_SUCCESS && p) {
         if (p->ok_runs++ == 0) g->ran++;
         if (p->stored >= 0 && p->desc != g->candidate) g->timed |= 1u << p->stored;
-        g->last_ok = plan;
         if ((g->phase == G_RECORDING || g->phase == G_ASIDE) && g->post && !g->recorded) to_record = plan;
     }
     pthread_mutex_unlock(&v8_mu);
@@ -152,6 +151,8 @@ cudnnStatus_t v8_execute(cudnnHandle_t h, void *plan, void *pack) {
 }
 
 /* ---- destroys --------------------------------------------------------------- */
+/* The choice: the first good execute once the graph or a timed plan is
+ * gone (post), or the one plan left of several. */
 
 int v8_destroying(void *desc) {
     void *to_record = NULL, *cfg = NULL;
@@ -169,14 +170,21 @@ int v8_destroying(void *desc) {
         g = s->g;
         g->plans--;
         if (s->stored >= 0) g->stored_plans--;
-        if ((g->phase == G_RECORDING || g->phase == G_ASIDE) && s->ok_runs > 0 && !g->recorded &&
-            g->last_ok) {
-            to_record = g->last_ok;
-            v8_graph_ref(g);
+        if ((g->phase == G_RECORDING || g->phase == G_ASIDE) && !g->recorded) {
+            /* A timed plan going means timing is over: the host's next
+             * good execute is its choice. (Not the plan run last: a timing
+             * loop that keeps its plans in a set ordered by time drops one
+             * of two that time the same, before choosing.) And once one
+             * plan is left of several, it is the host's choice. */
+            if (s->ok_runs > 0) g->post = 1;
+            struct v8_shadow *left = g->plans == 1 && g->executed ? v8_shadow_plan_of(g, desc) : NULL;
+            if (left && left->ok_runs > 0) {
+                to_record = left->desc;
+                v8_graph_ref(g);
+            }
         } else if (g->phase == G_SERVING && g->plans <= 1) {
             v8_close_window(g); /* the others are gone: nothing left to refuse */
         }
-        if (g->last_ok == desc && !to_record) g->last_ok = NULL;
     } else if (s && s->g && s->type == CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR) {
         s->g->graph_gone = 1;
         if (s->g->executed) s->g->post = 1;

@@ -41,6 +41,13 @@ static const struct cg_conv shapes[] = {
  * running when it calls cuDNN. */
 int cuInit(unsigned flags);
 void *standin_cuda_stream(int dev);
+/* The stand-in CUDA runtime's events, which time as PyTorch's do. */
+typedef struct cc_event *cudaEvent_t;
+int cudaEventCreate(cudaEvent_t *e);
+int cudaEventDestroy(cudaEvent_t e);
+int cudaEventRecord(cudaEvent_t e, void *stream);
+int cudaEventSynchronize(cudaEvent_t e);
+int cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end);
 
 static struct cg_api A;
 static int limit = 10, iterations = 3, threads = 1;
@@ -90,6 +97,9 @@ static void run_shape(cudnnHandle_t handle, int tid, int i) {
     struct timed timed[2 * MAX_CFGS];
     cudnnBackendDescriptor_t chosen = NULL;
     void *ws = NULL;
+    cudaEvent_t ev[2];
+    cudaEventCreate(&ev[0]);
+    cudaEventCreate(&ev[1]);
     double t_start = now_ms();
     if (cg_build(&A, handle, cv, &g) != CUDNN_STATUS_SUCCESS) goto fail;
     cg_heuristics(&A, g.graph, CUDNN_HEUR_MODE_INSTANT, cfgs, MAX_CFGS, &n1);
@@ -120,10 +130,14 @@ static void run_shape(cudnnHandle_t handle, int tid, int i) {
             A.destroy(plans[k]);
             continue;
         }
-        double t0 = now_ms();
+        float ms = 0;
+        cudaEventRecord(ev[0], standin_cuda_stream(0));
         cg_execute(&A, handle, plans[k], x, w, y, ws);
+        cudaEventRecord(ev[1], standin_cuda_stream(0));
+        cudaEventSynchronize(ev[1]);
+        cudaEventElapsedTime(&ms, ev[0], ev[1]);
         timed[ntimed].plan = plans[k];
-        timed[ntimed++].ms = now_ms() - t0;
+        timed[ntimed++].ms = ms;
     }
     cg_graph_free(&A, &g); /* the graph goes before the choice is used */
     qsort(timed, (size_t)ntimed, sizeof timed[0], by_time);
@@ -154,11 +168,15 @@ static void run_shape(cudnnHandle_t handle, int tid, int i) {
             built, ntimed, tag, (unsigned long long)checksum(o, ob), chosen_ws, choose_ms);
     pthread_mutex_unlock(&report_mu);
     A.destroy(chosen);
+    cudaEventDestroy(ev[0]);
+    cudaEventDestroy(ev[1]);
     free(x), free(w), free(y), free(ws);
     return;
 fail:
     fprintf(stderr, "v8_prog: shape %d: no engine could run this convolution\n", i);
     __atomic_store_n(&failed, 1, __ATOMIC_RELAXED);
+    cudaEventDestroy(ev[0]);
+    cudaEventDestroy(ev[1]);
     free(x), free(w), free(y), free(ws);
 }
 

@@ -58,13 +58,20 @@ run() {
     env $vars CONVCACHE_VERBOSE=1 STANDIN_REPORT="$T/$out.standin" timeout 120 "$B/convcache" run -- \
         $PROG "$@" $RFLAG "$T/$out.txt" >"$T/$out.out" 2>"$T/$out.err"
 }
-# field FILE NAME: "shape value" for each line of a report.
+# field FILE NAME: "shape value" for each line of a report (a program
+# that reports sorted=, the plans its timing returned, has that as timed=).
 field() {
-    sed 's/ checksum=/ sum=/; s/ workspace=/ ws=/' "$1" |
+    sed 's/ checksum=/ sum=/; s/ workspace=/ ws=/; s/ sorted=/ timed=/' "$1" |
         sed -n "s/.*shape=\([^ ]*\).* $2=\([^ ]*\).*/\1 \2/p"
 }
+# timed REPORT: "shape plans-timed", the stand-in's count where it kept one
+# (REPORT's .standin: one process, all its threads), else the program's.
+timed() {
+    f=${1%.txt}.standin
+    if [ -s "$f" ]; then field "$f" timed; else field "$1" timed; fi
+}
 # served FILE: every shape timed at most one plan.
-served() { [ -s "$1" ] && ! field "$1" timed | awk '$2 > 1 {found = 1} END {exit !found}'; }
+served() { [ -s "$1" ] && ! timed "$1" | awk '$2 > 1 {found = 1} END {exit !found}'; }
 # same_plans A B: every shape of B chose what A chose, with the same output.
 same_plans() {
     field "$1" plan | sort -u >"$T/a.plan"; field "$2" plan | sort -u >"$T/b.plan"
@@ -127,8 +134,8 @@ change() {
     if ! run "$name" "$@"; then bad "$name: the program failed: $(tail -3 "$T/$name.err")"; return; fi
     # (under substitution a plan's tag is its config's, not what it runs)
     [ "$must_serve" = 0 ] || note "$name"
-    aside=$(field "$T/$name.txt" timed | awk '$2 > 1' | wc -l)
-    all=$(field "$T/$name.txt" timed | wc -l)
+    aside=$(timed "$T/$name.txt" | awk '$2 > 1' | wc -l)
+    all=$(timed "$T/$name.txt" | wc -l)
     case "$aside_want" in
     all) [ "$aside" = "$all" ] || bad "$name: only $aside of $all shapes stood aside" ;;
     some) [ "$aside" -gt 0 ] || bad "$name: no shape stood aside: the change touched nothing" ;;
@@ -160,20 +167,33 @@ fi
 # The host's own filters (cuDNN cannot see them), where PROGRAM has them.
 for f in ${V8_FILTERS:-}; do aside_want= change "filter${f#-}" -- "$f"; done
 
+# ---- Ties: every plan times the same (coarse events). A timing loop that
+# keeps its plans in a set ordered by time keeps one of them and destroys
+# the others before the host chooses: the choice learnt is still the plan
+# the host runs.
+fresh ties
+run ties1 STANDIN_EVENT_US=1000000 && note ties1 || bad "ties: run 1 failed: $(tail -3 "$T/ties1.err")"
+run ties2 STANDIN_EVENT_US=1000000 && note ties2 || bad "ties: run 2 failed: $(tail -3 "$T/ties2.err")"
+if served "$T/ties2.txt" && same_plans "$T/ties1.txt" "$T/ties2.txt"; then
+    ok "ties: the plan the host ran is stored, and served ($(counts "$T/ties2.txt"))"
+else
+    bad "ties: run 2 is not run 1's choice served: run 1 $(counts "$T/ties1.txt"); run 2 $(counts "$T/ties2.txt")"
+fi
+
 # ---- 3. Single flight: 4 processes together, and 4 threads.
 fresh procs
 for i in 1 2 3 4; do run "p$i" & done
 wait
 for i in 1 2 3 4; do note "p$i"; done
-cat "$T"/p?.txt >"$T/procs.txt"
+for i in 1 2 3 4; do timed "$T/p$i.txt"; done >"$T/procs.timed"
 # per shape: how many processes timed more than one plan
-multi=$(field "$T/procs.txt" timed | awk '$2 > 1 {n[$1]++} END {for (s in n) if (n[s] != 1) print s}')
-timed_shapes=$(field "$T/procs.txt" timed | awk '$2 > 1' | wc -l)
-shapes=$(field "$T/r1.txt" timed | wc -l)
+multi=$(awk '$2 > 1 {n[$1]++} END {for (s in n) if (n[s] != 1) print s}' "$T/procs.timed")
+timed_shapes=$(awk '$2 > 1' "$T/procs.timed" | wc -l)
+shapes=$(timed "$T/r1.txt" | wc -l)
 if [ -z "$multi" ] && [ "$timed_shapes" -le "$shapes" ]; then
     ok "4 processes on a fresh file benchmark each shape once between them ($timed_shapes of $shapes shapes benchmarked once; the rest served)"
 else
-    bad "4 processes: shapes benchmarked by more than one: $multi ($(counts "$T/procs.txt"))"
+    bad "4 processes: shapes benchmarked by more than one: $multi ($(tr '\n' ' ' <"$T/procs.timed"))"
 fi
 fresh threads
 run threads -- --threads 4 && note threads || bad "4 threads failed: $(tail -3 "$T/threads.err")"
