@@ -89,6 +89,6 @@ $(BUILD)/bench/v8/exec_overhead: bench/v8/exec_overhead.c $(BUILD)/bench/v8/libc
 	$(CC) $(CFLAGS) -o $@ $< -L$(BUILD)/bench/v8 -l:libcudnn.so.9 -Wl,-rpath,'$$ORIGIN' -ldl
 
 .PHONY: bench-v8-preload
-bench-v8-preload: $(PRELOAD_LIB) $(LIB) $(BUILD)/convcache $(STANDIN_DIR)/v8_prog $(BUILD)/bench/v8/exec_overhead
-	sh bench/v8/run.sh $(BUILD) $(STANDIN_DIR)/v8_prog
+bench-v8-preload: $(PRELOAD_LIB) $(LIB) $(BUILD)/convcache $(BUILD)/tests/v8fe/torch_like $(BUILD)/bench/v8/exec_overhead
+	sh bench/v8/run.sh $(BUILD) $(BUILD)/tests/v8fe/torch_like --report
 BENCH_TARGETS += bench-v8-preload

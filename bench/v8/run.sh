@@ -2,10 +2,10 @@
 # make bench-v8-preload: PyTorch's default (v8) path through the interposer,
 # on the stand-in cuDNN (no GPU): two rows of the benchmark table.
 #
-#   1. time choosing plans, run 2 against run 1: PROGRAM (a PyTorch-like
-#      benchmark of several convolutions, each building and timing every
-#      candidate plan, tests/preload/v8_prog.c) on a fresh cache file, then
-#      again on the same file, under `convcache run`. Each candidate's
+#   1. time choosing plans, run 2 against run 1: PROGRAM (PyTorch's default
+#      path on the real cudnn_frontend: tests/v8fe/torch_like, 12
+#      convolutions, up to 10 candidates timed each) on a fresh cache file,
+#      then again on the same file, under `convcache run`. Each candidate's
 #      execute takes STANDIN_EXEC_US (2 ms by default) and, where the
 #      stand-in models it, each plan's build STANDIN_BUILD_US. The time is
 #      the program's own: from building a graph to the plan it keeps,
@@ -15,17 +15,20 @@
 #      <= 50 ns added.
 # ROUNDS pairs are run (3 by default); the medians are printed.
 #
-# usage: run.sh BUILD PROGRAM
+# usage: run.sh BUILD PROGRAM [ARGS...]   (PROGRAM writes its report to the
+#                                          path after ARGS)
 set -eu
 build=$(cd "$1" && pwd)
-prog=$2
+shift
+prog=$*
 rounds=${ROUNDS:-3}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/convcache-bench-v8.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT INT TERM
 unset CONVCACHE_SCOPE CONVCACHE_TAG CONVCACHE_MODE CONVCACHE_DISABLE CONVCACHE_PRELOAD_LOG CONVCACHE_VERBOSE
 export STANDIN_EXEC_US=${STANDIN_EXEC_US:-2000} STANDIN_BUILD_US=${STANDIN_BUILD_US:-500}
 
-sum() { sed -n 's/.*choose_ms=\([0-9.]*\).*/\1/p' "$1" | awk '{s += $1} END {printf "%.3f", s}'; }
+sum() { sed -n 's/.*choose_ms=\([0-9.]*\) hit_ms=\([0-9.]*\).*/\1 \2/p' "$1" | awk '{s += $1 - $2} END {printf "%.3f", s}'; }
+# counts FILE: plans built/timed, all shapes, as the stand-in counted them.
 counts() { awk '{for (i = 1; i <= NF; i++) if ($i ~ /^(built|timed)=/) {split($i, kv, "="); n[kv[1]] += kv[2]}}
                 END {printf "%d/%d", n["built"], n["timed"]}' "$1"; }
 median() { sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
@@ -34,8 +37,8 @@ i=0
 while [ "$i" -lt "$rounds" ]; do
     i=$((i + 1))
     export CONVCACHE_PATH="$tmp/r$i.ccdb"
-    "$build/convcache" run -- $prog "$tmp/a$i.txt"
-    "$build/convcache" run -- $prog "$tmp/b$i.txt"
+    STANDIN_REPORT="$tmp/a$i.standin" "$build/convcache" run -- $prog "$tmp/a$i.txt" >/dev/null
+    STANDIN_REPORT="$tmp/b$i.standin" "$build/convcache" run -- $prog "$tmp/b$i.txt" >/dev/null
     echo "$(sum "$tmp/a$i.txt") $(sum "$tmp/b$i.txt")" >> "$tmp/pairs"
 done
 r1=$(awk '{print $1}' "$tmp/pairs" | median)
@@ -53,7 +56,7 @@ overv=$(awk -v o="$over" 'BEGIN {print (o <= 50) ? "HOLDS" : "MISSED"}')
 echo "| v8 default path, stand-in cuDNN ($shapes convolutions, execute ${STANDIN_EXEC_US} us, build ${STANDIN_BUILD_US} us) | run 1 | run 2 | run 2 / run 1 | target |"
 echo "|---|---:|---:|---:|---|"
 echo "| time choosing plans, ms (median of $rounds pairs) | $r1 | $r2 | $pct% | <= 1%: $verdict |"
-echo "| plans built/timed, all convolutions | $(counts "$tmp/a1.txt") | $(counts "$tmp/b1.txt") | | |"
+echo "| plans built/timed, all convolutions (the stand-in's counts) | $(counts "$tmp/a1.standin") | $(counts "$tmp/b1.standin") | | |"
 echo "| warm cudnnBackendExecute, ns added by the interposer (median of $rounds) | | $over | | <= 50 ns: $overv |"
 echo
 echo "exec_overhead, one run: $direct"

@@ -54,6 +54,7 @@ struct Outcome {
     size_t candidates = 0;     // miss: left after errata and the workspace limit
     size_t sorted = 0;         // miss: plans time_sorted_plan returned (ties: one of them)
     size_t rebuilt = 0;        // miss, --rebuild: plans rebuilt from the choice (1)
+    double ms = 0;             // the call's wall time (torch_like measures it)
 };
 
 // What PyTorch throws when no plan executes.

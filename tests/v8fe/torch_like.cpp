@@ -26,11 +26,14 @@
 //                        plan_from_choice, and check its output
 //   --report FILE        one line per shape and thread:
 //     shape=NAME thread=T plan=TAG workspace=BYTES checksum=HEX built=N candidates=N sorted=N rebuilt=N
+//       choose_ms=MS hit_ms=MS
 //       NAME the stand-in's shape name (tests/preload/standin_plan.c), TAG
 //       cudnn_frontend's plan tag with ':' for '=', checksum the FNV-1a of
 //       the output's bytes; built, candidates (left after errata and the
 //       workspace limit), sorted (plans time_sorted_plan returned) and
-//       rebuilt (--rebuild) are from the thread's miss. time_sorted_plan
+//       rebuilt (--rebuild) are from the thread's miss, choose_ms its
+//       wall time (the graph built to the plan kept, run), hit_ms the last
+//       call's (a hit when --iterations > 1). time_sorted_plan
 //       keeps the plans it timed in a std::set ordered by time: of two
 //       plans timed alike, it returns one (and destroys the other), so
 //       sorted can be less than the plans it timed (the stand-in's count).
@@ -129,7 +132,9 @@ void train(const Args &a, const std::vector<Conv> &convs, std::vector<Seen> &see
         for (int it = 0; it < a.iterations; it++) {
             for (size_t i = 0; i < convs.size(); i++) {
                 current = &convs[i];
+                auto t0 = std::chrono::steady_clock::now();
                 Outcome o = runner.run(convs[i]);
+                o.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
                 Seen &s = seen[i];
                 if (o.miss) s.misses++, s.miss = o;
                 if (it > 0 && (o.tag != s.last.tag || o.checksum != s.last.checksum))
@@ -192,7 +197,8 @@ int main(int argc, char **argv) {
                 r << "shape=" << convs[i].name() << " thread=" << t << " plan=" << s.last.tag
                   << " workspace=" << s.last.workspace << " checksum=" << sum << " built=" << s.miss.built
                   << " candidates=" << s.miss.candidates << " sorted=" << s.miss.sorted
-                  << " rebuilt=" << s.miss.rebuilt << "\n";
+                  << " rebuilt=" << s.miss.rebuilt << " choose_ms=" << s.miss.ms << " hit_ms=" << s.last.ms
+                  << "\n";
             }
         }
         if (!r.flush()) {
