@@ -15,6 +15,7 @@ const (
 	layoutTorch      = "torch"       // PyTorch's ConvolutionParams, 104 bytes
 	layoutTorchNamed = "torch-named" // convcache.hpp's BenchmarkCache: name, NUL, ConvolutionParams
 	layoutFind       = "cudnn-find"  // the interposer's find-call key (cudnn.FindKey)
+	layoutGraph      = "cudnn-graph" // the interposer's backend-API graph key (cudnn.GraphKey)
 )
 
 // maxCacheName is convcache.hpp's BenchmarkCache::max_name.
@@ -22,15 +23,17 @@ const maxCacheName = 64
 
 // decoded is an entry in human terms, as far as its layout is known.
 type decoded struct {
-	Layout  string         // "" when the key is not a known layout
-	Name    string         // BenchmarkCache name (torch-named)
-	Op      cudnn.Op       // the direction of perf-struct values; 0 when none
-	Params  *cudnn.Params  // torch layouts
-	FindKey *cudnn.FindKey // cudnn-find
-	Perfs   []cudnn.Perf   // nil when the value is not perf structs
-	Demo    *demoChoice    // the demo's own value (demo.go); nil otherwise
-	Key     string         // one-line description of the key
-	Value   string         // one-line description of the value
+	Layout  string               // "" when the key is not a known layout
+	Name    string               // BenchmarkCache name (torch-named)
+	Op      cudnn.Op             // the direction of perf-struct values; 0 when none
+	Params  *cudnn.Params        // torch layouts
+	FindKey *cudnn.FindKey       // cudnn-find
+	Perfs   []cudnn.Perf         // nil when the value is not perf structs
+	Demo    *demoChoice          // the demo's own value (demo.go); nil otherwise
+	Graph   *cudnn.GraphKey      // cudnn-graph
+	Choices []cudnn.EngineChoice // a cudnn-graph's value: engine choices, most preferred first
+	Key     string               // one-line description of the key
+	Value   string               // one-line description of the value
 }
 
 // known reports whether both the key and the value were decoded as cuDNN
@@ -106,7 +109,8 @@ func printableName(b []byte) bool {
 // says it holds them: an interposer key (cudnn.FindKey), or a
 // BenchmarkCache key whose name says so (perfOp). A bare ConvolutionParams
 // key says nothing about its value. Under the demo's name (demoCacheName)
-// the value is decoded as the demo's AlgoChoice.
+// the value is decoded as the demo's AlgoChoice; under an interposer graph
+// key (cudnn.GraphKey), as the engine choices it stores.
 func describe(key, value []byte, hexMax int) decoded {
 	var d decoded
 	perfs := false
@@ -126,6 +130,11 @@ func describe(key, value []byte, hexMax int) decoded {
 	if d.Layout == "" {
 		if k, ok := cudnn.DecodeFindKey(key); ok {
 			d.Layout, d.FindKey, d.Op, perfs = layoutFind, &k, k.Op, true
+		} else if g, ok := cudnn.DecodeGraphKey(key); ok {
+			d.Layout, d.Graph, d.Op = layoutGraph, &g, g.Op
+			if cs, ok := cudnn.DecodeEngineChoices(value); ok {
+				d.Choices = cs
+			}
 		}
 	}
 	if perfs {
@@ -146,6 +155,8 @@ func describe(key, value []byte, hexMax int) decoded {
 		d.Key = d.Params.String()
 	case d.FindKey != nil:
 		d.Key = d.FindKey.String()
+	case d.Graph != nil:
+		d.Key = d.Graph.String()
 	default:
 		d.Key = hexText(key, hexMax)
 	}
@@ -157,6 +168,11 @@ func describe(key, value []byte, hexMax int) decoded {
 		}
 	case d.Demo != nil:
 		d.Value = d.Demo.String()
+	case d.Choices != nil:
+		d.Value = d.Choices[0].String()
+		if len(d.Choices) > 1 {
+			d.Value += " (+" + strconv.Itoa(len(d.Choices)-1) + " more)"
+		}
 	default:
 		d.Value = hexText(value, hexMax)
 	}

@@ -25,7 +25,7 @@ and last-use times, and a hex dump of the key and the value.
 ` + decodingHelp + `
 
 With --json it prints ls's objects plus key_hex, value_hex and the decoded
-fields (params, find_key, perfs, demo_choice).`,
+fields (params, find_key, perfs, demo_choice, engine_choices).`,
 		Args: atMostOnePath,
 		RunE: func(c *cobra.Command, args []string) error { return list(e, "dump", args, o, true) },
 	}
@@ -45,6 +45,11 @@ func printEntry(w *bufio.Writer, now time.Time, en cachefile.Entry, d *decoded) 
 		fmt.Fprintf(w, "  value     %d results\n", len(d.Perfs))
 		for _, p := range d.Perfs {
 			fmt.Fprintf(w, "              %s\n", p.Format(d.Op))
+		}
+	case len(d.Choices) > 1:
+		fmt.Fprintf(w, "  value     %d engine choices, most preferred first\n", len(d.Choices))
+		for _, c := range d.Choices {
+			fmt.Fprintf(w, "              %s\n", c)
 		}
 	case d.Demo != nil:
 		fmt.Fprintf(w, "  value     the demo's choice: %s, ws %s, tuning took %s ms; on the reduced problem:\n",

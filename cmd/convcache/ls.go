@@ -32,12 +32,20 @@ type entryJSON struct {
 	Used       time.Time `json:"used"`
 
 	// dump only
-	KeyHex   string         `json:"key_hex,omitempty"`
-	ValueHex string         `json:"value_hex,omitempty"`
-	Params   *cudnn.Params  `json:"params,omitempty"`
-	FindKey  *cudnn.FindKey `json:"find_key,omitempty"`
-	Perfs    []cudnn.Perf   `json:"perfs,omitempty"`
-	Demo     *demoChoice    `json:"demo_choice,omitempty"`
+	KeyHex   string             `json:"key_hex,omitempty"`
+	ValueHex string             `json:"value_hex,omitempty"`
+	Params   *cudnn.Params      `json:"params,omitempty"`
+	FindKey  *cudnn.FindKey     `json:"find_key,omitempty"`
+	Perfs    []cudnn.Perf       `json:"perfs,omitempty"`
+	Demo     *demoChoice        `json:"demo_choice,omitempty"`
+	Choices  []engineChoiceJSON `json:"engine_choices,omitempty"`
+}
+
+// engineChoiceJSON is a backend-API engine choice in dump --json.
+type engineChoiceJSON struct {
+	Tag       string `json:"tag"`
+	Engine    int64  `json:"engine"`
+	Workspace int64  `json:"workspace"`
 }
 
 // lsHexMax is how much of an undecoded key or value ls shows.
@@ -168,6 +176,9 @@ func toJSON(en cachefile.Entry, hexMax int, full bool) entryJSON {
 	if full {
 		j.KeyHex, j.ValueHex = hex.EncodeToString(en.Key), hex.EncodeToString(en.Value)
 		j.Params, j.FindKey, j.Perfs, j.Demo = d.Params, d.FindKey, d.Perfs, d.Demo
+		for _, c := range d.Choices {
+			j.Choices = append(j.Choices, engineChoiceJSON{Tag: c.Tag(), Engine: c.Engine, Workspace: c.Workspace})
+		}
 	}
 	return j
 }
