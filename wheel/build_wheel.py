@@ -142,11 +142,13 @@ def stage(build, out, version, strip):
     return pkg
 
 
-def metadata(version, readme):
+def metadata(version, readme, licence):
     with open(readme, encoding="utf-8") as f:
         long_description = f.read()
     lines = ["Metadata-Version: 2.1", "Name: " + NAME, "Version: " + version, "Summary: " + SUMMARY,
              "Keywords: cudnn,pytorch,convolution,autotuning,cache,ld-preload"]
+    if licence:
+        lines += ["License: Apache-2.0", "Classifier: License :: OSI Approved :: Apache Software License"]
     lines += ["Classifier: " + c for c in CLASSIFIERS]
     lines += ["Requires-Python: >=3.8", "Description-Content-Type: text/markdown"]
     return "\n".join(lines) + "\n\n" + long_description
@@ -171,14 +173,14 @@ def write_wheel(root, out, version, plat, readme, licence):
                 files.append((os.path.relpath(p, root), f.read(), os.stat(p).st_mode & 0o777))
     tags = ["py3-none-" + t for t in plat.split(".")]
     meta = {
-        "METADATA": metadata(version, readme),
+        "METADATA": metadata(version, readme, licence),
         "WHEEL": "Wheel-Version: 1.0\nGenerator: convcache wheel/build_wheel.py\nRoot-Is-Purelib: false\n" +
                  "".join("Tag: %s\n" % t for t in tags),
         "entry_points.txt": "[console_scripts]\nconvcache = convcache._cli:main\n",
     }
     if licence:
         with open(licence, encoding="utf-8") as f:
-            meta["licenses/" + os.path.basename(licence)] = f.read()
+            meta[os.path.basename(licence)] = f.read()
     for name in sorted(meta):
         files.append((dist_info + "/" + name, meta[name].encode("utf-8"), 0o644))
     record = dist_info + "/RECORD"

@@ -125,6 +125,13 @@ missing = [p for p in paths if not os.path.isfile(p)]
 print(c.__version__, "missing: " + " ".join(missing) if missing else "all present")')
 [ "$got" = "$version all present" ] || fail "import convcache: $got"
 ok "import convcache: __version__ $version, every path it names exists"
+# The metadata PyPI shows: the licence, and README.md as the description.
+meta=$($clean PYTHONPATH="$tmp/site" "$py" -c 'import importlib.metadata as m
+d = m.distribution("convcache")
+print(d.metadata["License"], "|", d.metadata["Description-Content-Type"], "|",
+      "LICENSE" in [f.name for f in d.files], "|", "PyTorch: do this" in d.metadata.get_payload())')
+[ "$meta" = "Apache-2.0 | text/markdown | True | True" ] || fail "the wheel's metadata: $meta"
+ok "metadata: licence Apache-2.0 (LICENSE in the dist-info), README.md as the description"
 
 echo "-- 2. convcache run, twice, against the stand-in cuDNN"
 # shellcheck disable=SC2016 # $LD_PRELOAD is the child's (a native sh: its
