@@ -167,17 +167,31 @@ void v8_graph_finalized(void *desc) {
 
 /* ---- heuristics ----------------------------------------------------------- */
 
+/* The graph this thread leads a benchmark of. A thread that goes on to
+ * another graph first lets go of that lease, storing nothing: otherwise a
+ * thread waiting for another process's graph while leading one that
+ * process waits for would stall both until the build timeout. */
+static __thread struct v8_graph *leading_here;
+
 void v8_heur_finalized(void *heur) {
     pthread_mutex_lock(&v8_mu);
     struct v8_shadow *h = v8_shadow_get(heur);
     struct v8_graph *g = h ? h->g : NULL;
     if (h) h->finalized = 1;
     int take = g && g->phase == G_IDLE && g->stored.n == 0 && !g->strict && !g->lease_tried;
+    struct v8_lease *left = NULL;
     if (take) {
         g->lease_tried = 1;
         v8_graph_ref(g);
+        if (leading_here && leading_here != g) {
+            left = leading_here->lease;
+            leading_here->lease = NULL;
+            v8_graph_unref(leading_here);
+            leading_here = NULL;
+        }
     }
     pthread_mutex_unlock(&v8_mu);
+    if (left) v8_lease_finish(left, NULL, 0);
     if (!take) return;
 
     struct v8_lease *lease = NULL;
@@ -191,6 +205,8 @@ void v8_heur_finalized(void *heur) {
         if (g->refs > 1) {
             g->lease = lease;
             lease = NULL;
+            v8_graph_ref(g);
+            leading_here = g;
         }
     } else if (got == LEASE_VALUE) {
         g->stored = stored;
