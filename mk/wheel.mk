@@ -88,6 +88,7 @@ WHEEL_TEST_DIST := $(WHEEL_DIR)/dist
 TEST_TARGETS += wheel-test
 
 wheel-test: $(AUDITWHEEL_STAMP) $(if $(WHEEL_CROSS),,$(STANDINS) $(STANDIN_DIR)/preload_prog)
+	@mkdir -p $(dir $(WHEEL_DIR))
 	@$(MAKE) --no-print-directory wheel DIST=$(WHEEL_TEST_DIST) > $(WHEEL_DIR).log 2>&1 || { cat $(WHEEL_DIR).log; exit 1; }
 	@grep '^check_elf: [0-9]' $(WHEEL_DIR).log
 	$(if $(WHEEL_CROSS),@command -v qemu-$(WHEEL_ARCH) >/dev/null || { echo "wheel-test: no qemu-$(WHEEL_ARCH): apt-get install qemu-user" >&2; exit 1; })
