@@ -40,6 +40,7 @@ CONVCACHE_GLIBC_PIN(pthread_attr_getstacksize, pthread_attr_getstacksize);
 CONVCACHE_GLIBC_PIN(pthread_getattr_np, pthread_getattr_np);
 CONVCACHE_GLIBC_PIN(pthread_sigmask, pthread_sigmask);
 CONVCACHE_GLIBC_PIN(pthread_once, pthread_once);
+CONVCACHE_GLIBC_PIN(pthread_join, pthread_join);
 /* libdl until 2.34. */
 CONVCACHE_GLIBC_PIN(dlopen, dlopen);
 CONVCACHE_GLIBC_PIN(dlsym, dlsym);
