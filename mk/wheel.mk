@@ -58,10 +58,15 @@ WHEEL_MAKE = env GOARCH=$(WHEEL_GOARCH) CGO_ENABLED=1 CGO_CFLAGS="-O2 $(WHEEL_PI
 CLEAN_FILES += $(DIST)
 .PHONY: wheel wheel-parts wheel-test
 
+# The floor's pins and shim are in every binary, but no rule of make's own
+# knows them: a change to them starts the wheel's build afresh.
+WHEEL_FLOOR_STAMP := $(WHEEL_DIR)/.floor-$(shell cat wheel/glibc_floor.h wheel/libc_start.c 2>/dev/null | cksum | cut -d' ' -f1)
+
 wheel-parts:
 	@test -n "$(WHEEL_GOARCH)" || { echo "wheel: ARCH=$(WHEEL_ARCH): give x86_64 or aarch64" >&2; exit 2; }
 	@command -v $(WHEEL_CC) >/dev/null || { echo "wheel: no $(WHEEL_CC): apt-get install gcc-$(WHEEL_ARCH)-linux-gnu" >&2; exit 1; }
-	@mkdir -p $(WHEEL_DIR)
+	@test -e $(WHEEL_FLOOR_STAMP) || rm -rf $(WHEEL_DIR)
+	@mkdir -p $(WHEEL_DIR) && touch $(WHEEL_FLOOR_STAMP)
 	$(WHEEL_CC) $(WHEEL_FLAGS) -c -o $(WHEEL_DIR)/libc_start.o wheel/libc_start.c
 	@rm -f $(WHEEL_DIR)/libc_start.a && ar rcs $(WHEEL_DIR)/libc_start.a $(WHEEL_DIR)/libc_start.o
 	$(WHEEL_MAKE) $(WHEEL_PARTS) $(WHEEL_BUILD)/include/.stamp
