@@ -61,4 +61,4 @@ v8fe-test: $(V8FE_PROG) $(V8FE_DIR)/conv_v8_frontend.o
 
 .PHONY: v8fe-preload-test
 v8fe-preload-test: $(V8FE_PROG) $(LIB) $(PRELOAD_LIB) $(BUILD)/convcache
-	V8_FILTERS="--deterministic --no-tf32" sh tests/preload/v8_run.sh $(BUILD) torch_like --report $(V8FE_PROG)
+	V8_FILTERS="--deterministic --no-tf32" V8_NO_FORK=1 sh tests/preload/v8_run.sh $(BUILD) torch_like --report $(V8FE_PROG)

@@ -25,6 +25,17 @@ pthread_mutex_t v8_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct v8_shadow *table[BUCKETS];
 static long live;
 
+/* A fork while another thread holds v8_mu must not leave the child a mutex
+ * nobody will unlock: a child forked before libconvcache was loaded goes on
+ * using the backend hooks. (It is never held across a wait.) */
+static void fork_prepare(void) { pthread_mutex_lock(&v8_mu); }
+static void fork_parent(void) { pthread_mutex_unlock(&v8_mu); }
+static void fork_child(void) { pthread_mutex_init(&v8_mu, NULL); }
+
+__attribute__((constructor)) static void v8_shadow_init(void) {
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
 static size_t bucket(const void *p) {
     uintptr_t v = (uintptr_t)p;
     v ^= v >> 17;

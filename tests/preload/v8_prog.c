@@ -8,7 +8,11 @@
  * real-frontend program (tests/v8fe), small enough to read in one go.
  *
  *   v8_prog [--threads N] [--limit N] [--workspace-limit BYTES]
- *           [--iterations N] REPORT
+ *           [--iterations N] [--fork] REPORT
+ *
+ * --fork: then a forked child (as a DataLoader worker is) benchmarks every
+ * shape again with a handle of its own; the process fails if it does not
+ * finish, or its outputs differ from what its plans give in the parent.
  *
  * REPORT gets one line per thread and shape:
  *   thread=<t> shape=<i> built=<plans finalized> timed=<plans whose warm-up ran>
@@ -22,7 +26,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "conv_graph.h"
 #include "convcache_engine.h"
@@ -54,7 +60,7 @@ static int limit = 10, iterations = 3, threads = 1;
 static int64_t ws_limit = -1;
 static FILE *report;
 static pthread_mutex_t report_mu = PTHREAD_MUTEX_INITIALIZER;
-static int failed;
+static int failed, fork_too;
 
 static double now_ms(void) {
     struct timespec ts;
@@ -198,6 +204,7 @@ int main(int argc, char **argv) {
     const char *out = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--fork")) fork_too = 1;
         else if (!strcmp(argv[i], "--limit") && i + 1 < argc) limit = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--iterations") && i + 1 < argc) iterations = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--workspace-limit") && i + 1 < argc) ws_limit = atoll(argv[++i]);
@@ -222,6 +229,20 @@ int main(int argc, char **argv) {
     pthread_t t[64];
     for (int i = 0; i < threads; i++) pthread_create(&t[i], NULL, worker, (void *)(intptr_t)i);
     for (int i = 0; i < threads; i++) pthread_join(t[i], NULL);
+    if (fork_too && !failed) {
+        fflush(report);
+        pid_t pid = fork();
+        if (pid == 0) { /* the child's lines go to the same report, thread 99 */
+            worker((void *)(intptr_t)99);
+            fflush(report);
+            _exit(failed);
+        }
+        int st = 0;
+        if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+            fprintf(stderr, "v8_prog: the forked child failed (status %d)\n", st);
+            failed = 1;
+        }
+    }
     fclose(report);
     return failed;
 }

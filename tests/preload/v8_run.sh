@@ -202,6 +202,18 @@ twice=$(field "$T/threads.txt" timed | awk '$2 > 1 {n[$1]++} END {for (s in n) i
     ok "4 threads benchmark each shape once between them ($(counts "$T/threads.txt"))" ||
     bad "4 threads: shapes benchmarked more than once: $twice"
 
+# ---- fork: a child forked after libconvcache was loaded (a DataLoader
+# worker) passes every backend call straight to cuDNN, and completes.
+if [ -z "${V8_NO_FORK:-}" ]; then
+    cp "$T/known.ccdb" "$T/fork.ccdb"
+    export CONVCACHE_PATH="$T/fork.ccdb"
+    if run fork -- --fork && note fork && grep -q 'thread=99 ' "$T/fork.txt"; then
+        ok "fork: a child forked after the library loaded benchmarks as without convcache, and completes ($(field "$T/fork.txt" timed | tr '\n' ' '))"
+    else
+        bad "fork: $(tail -3 "$T/fork.err")"
+    fi
+fi
+
 # ---- 4. Strict mode.
 cp "$T/known.ccdb" "$T/strict.ccdb"
 export CONVCACHE_PATH="$T/strict.ccdb"
