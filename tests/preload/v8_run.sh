@@ -79,10 +79,11 @@ same_plans() {
     cmp -s "$T/a.plan" "$T/b.plan" && cmp -s "$T/a.sum" "$T/b.sum"
 }
 # Every report is added to $T/all: one output per (shape, plan), ever.
+# note NAME: adds the run's "shape plan sum" triples, each from one line
+# (a report may hold several plans for a shape: threads, a forked child).
 note() {
-    field "$T/$1.txt" plan | sort -u >"$T/n.plan"
-    field "$T/$1.txt" sum | sort -u >"$T/n.sum"
-    join "$T/n.plan" "$T/n.sum" >>"$T/all" 2>/dev/null || true
+    sed 's/ checksum=/ sum=/' "$T/$1.txt" |
+        sed -n 's/.*shape=\([^ ]*\).* plan=\([^ ]*\).* sum=\([^ ]*\).*/\1 \2 \3/p' >>"$T/all"
 }
 fresh() { export CONVCACHE_PATH="$T/$1.ccdb"; }
 # counts REPORT: "built/timed" per shape, numbered in the report's order,
@@ -207,8 +208,16 @@ twice=$(field "$T/threads.txt" timed | awk '$2 > 1 {n[$1]++} END {for (s in n) i
 if [ -z "${V8_NO_FORK:-}" ]; then
     cp "$T/known.ccdb" "$T/fork.ccdb"
     export CONVCACHE_PATH="$T/fork.ccdb"
-    if run fork -- --fork && note fork && grep -q 'thread=99 ' "$T/fork.txt"; then
-        ok "fork: a child forked after the library loaded benchmarks as without convcache, and completes ($(field "$T/fork.txt" timed | tr '\n' ' '))"
+    if run fork -- --fork && note fork; then
+        grep 'thread=99 ' "$T/fork.txt" >"$T/child.txt" || true
+        # The child's shapes: every one reported, none served (timed=1).
+        if [ ! -s "$T/child.txt" ] || [ "$(wc -l <"$T/child.txt")" -ne "$(grep -vc 'thread=99 ' "$T/fork.txt")" ]; then
+            bad "fork: the child reported $(wc -l <"$T/child.txt") shapes, the parent $(grep -vc 'thread=99 ' "$T/fork.txt")"
+        elif grep -q ' timed=1 ' "$T/child.txt"; then
+            bad "fork: the child was served from the cache ($(counts "$T/child.txt"))"
+        else
+            ok "fork: a child forked after the library loaded benchmarks as without convcache, and completes ($(counts "$T/child.txt"))"
+        fi
     else
         bad "fork: $(tail -3 "$T/fork.err")"
     fi
