@@ -50,7 +50,10 @@ all: lib
 # Sub-makes and test-repeat's runs inherit CONVCACHE_PREREQS and skip it.
 ifeq ($(CONVCACHE_PREREQS),)
 prereq_goals := $(or $(MAKECMDGOALS),all)
-prereq_sets := $(if $(filter-out clean fmt,$(prereq_goals)),build) \
+# gpu-check runs on a GPU machine with no Go, from a copied build/ (the
+# stand-in mode, STANDIN=1, builds the kit first and needs the build set).
+no_build_goals := clean fmt $(if $(filter 1,$(STANDIN)),,gpu-check gpu-check-v7 gpu-check-v8)
+prereq_sets := $(if $(filter-out $(no_build_goals),$(prereq_goals)),build) \
   $(if $(filter %test test-% torture%,$(prereq_goals)),cxx test) \
   $(if $(filter bench bench-%,$(prereq_goals)),cxx bench) \
   $(if $(filter demo,$(prereq_goals)),cxx) \
