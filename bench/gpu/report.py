@@ -7,7 +7,8 @@ DIR holds what run.sh wrote: mode (a label: "GPU" or the stand-in's),
 device.json (convcache scope --json), run1.txt and run2.txt (v7_find on a
 fresh cache file, twice), par_a.txt, par_b.txt and par_a.log, par_b.log
 (two copies started together on another fresh file, with the interposer's
-per-call log), and, when PyTorch ran, torch_default.txt, torch_v8cold.txt,
+per-call log), and, when PyTorch ran, torch_default.txt and torch_default2.txt
+(no convcache, twice), torch_v8cold.txt,
 torch_v8warm.txt (the default path under convcache run, with the
 interposer's per-graph log in the .err files), torch_cold.txt and
 torch_warm.txt (--torch-v7) (torch_step.py).
@@ -152,7 +153,7 @@ def main():
                         sum(1 for n in benchmarked.values() if n != 1))
 
     runs = [(name, read_torch(os.path.join(d, "torch_%s.txt" % name)))
-            for name in ("default", "v8cold", "v8warm", "cold", "warm")]
+            for name in ("default", "default2", "v8cold", "v8warm", "cold", "warm")]
     out.append("")
     if all(r is None for _, r in runs):
         reason = open(os.path.join(d, "torch_skipped")).read().strip() if os.path.exists(
@@ -165,7 +166,8 @@ def main():
         out.append("")
         out.append("| run | path | first step per size (ms) | first steps, sum (ms) | second steps, sum (ms) | interposer |")
         out.append("|---|---|---|---:|---:|---|")
-        labels = {"default": "PyTorch default, no convcache", "v8cold": "convcache run, fresh file",
+        labels = {"default": "PyTorch default, no convcache", "default2": "PyTorch default, no convcache, again",
+                  "v8cold": "convcache run, fresh file",
                   "v8warm": "convcache run, same file again",
                   "cold": "convcache run --torch-v7, fresh file", "warm": "convcache run --torch-v7, same file again"}
         for name, r in runs:

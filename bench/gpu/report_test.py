@@ -40,7 +40,7 @@ def torch_run(path):
     return "step 160 900.0 30.0\npath %s\ntorch 2.15.0 cudnn 92600\n" % path
 
 
-TORCH = {"torch_default.txt": torch_run("v8"), "torch_v8cold.txt": torch_run("v8"),
+TORCH = {"torch_default.txt": torch_run("v8"), "torch_default2.txt": torch_run("v8"), "torch_v8cold.txt": torch_run("v8"),
          "torch_v8cold.err": v8log("new", 9, 9), "torch_v8warm.txt": torch_run("v8"),
          "torch_v8warm.err": v8log("served", 1, 1), "torch_cold.txt": torch_run("v7"),
          "torch_warm.txt": torch_run("v7")}

@@ -8,7 +8,7 @@
 #       at a barrier and start their find calls together;
 #   (b) when PyTorch with CUDA imports: torch_step.py (ResNet-50 training
 #       steps, cudnn.benchmark = True) with PyTorch's default path and no
-#       convcache, then twice under `convcache run` (the default path, cuDNN's
+#       convcache, twice, then twice under `convcache run` (the default path, cuDNN's
 #       backend API, served by the interposer) on a fresh file, then twice
 #       under `convcache run --torch-v7` on another;
 #   (c) report.py: one table, printed and written to RESULTS.
@@ -19,7 +19,9 @@
 #
 # usage: run.sh BUILD STANDIN(0|1) RESULTS
 # Environment: CUDNN_LIBRARY (libcudnn.so.9 to use; default: PyTorch's
-# nvidia-cudnn wheel if python can find it, else by name), PYTHON (python3).
+# nvidia-cudnn wheel if python can find it, else by name), PYTHON (python3),
+# GPU_CHECK_KEEP (a directory: every output and log is copied there at the
+# end, pass or fail).
 set -eu
 build=$(cd "$1" && pwd)
 standin=$2
@@ -39,6 +41,7 @@ work=$(mktemp -d)
 pids=
 cleanup() {
     for p in $pids; do kill "$p" 2>/dev/null || true; done
+    if [ -n "${GPU_CHECK_KEEP:-}" ] && [ -d "$work/out" ]; then mkdir -p "$GPU_CHECK_KEEP" && cp -r "$work/out/." "$GPU_CHECK_KEEP/" || true; fi
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -123,7 +126,11 @@ if [ "$standin" = 1 ]; then
 elif ! "$PYTHON" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
     echo "skipped: $PYTHON cannot import torch with CUDA" > "$out/torch_skipped"
 else
+    # Twice: the first process on a machine also fills the driver's and
+    # cuDNN's caches of compiled kernels, so the second is the fair
+    # baseline for a warm run under convcache.
     env -u TORCH_CUDNN_V8_API_DISABLED "$PYTHON" "$here/torch_step.py" > "$out/torch_default.txt"
+    env -u TORCH_CUDNN_V8_API_DISABLED "$PYTHON" "$here/torch_step.py" > "$out/torch_default2.txt"
     # CONVCACHE_VERBOSE=1: the interposer's summary line (finds, hits, misses)
     # goes to stderr at exit; report.py reads it.
     # The default (v8) path: CONVCACHE_PRELOAD_LOG=1 adds one line per

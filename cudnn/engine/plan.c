@@ -70,13 +70,28 @@ static cudnnStatus_t get_one_desc(const struct cce_backend *api, cudnnBackendDes
     return st;
 }
 
-/* count_of asks how many descriptors a descriptor-valued attribute holds
- * (requested count 0), or -1 when this cuDNN does not say. */
-static int64_t count_of(const struct cce_backend *api, cudnnBackendDescriptor_t from,
-                        cudnnBackendAttributeName_t name) {
-    int64_t n = -1;
-    if (api->get(from, name, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &n, NULL) != CUDNN_STATUS_SUCCESS) return -1;
-    return n;
+/* get_descs reads a descriptor-valued attribute of from into new
+ * descriptors of type (recorded in s, into out), at most max, and sets
+ * *got. It never asks how many there are: cuDNN 9 answers that question
+ * for an engine config's knob choices with 0 (seen with cuDNN 9.19 on an
+ * H100), so it asks for 16, as many as an engine has had, and for max when
+ * 16 came back full. A count past what was asked for is an error: never
+ * read a descriptor that was not made. */
+static cudnnStatus_t get_descs(struct descs *s, cudnnBackendDescriptor_t from, cudnnBackendAttributeName_t name,
+                               cudnnBackendDescriptorType_t type, int64_t max, cudnnBackendDescriptor_t *out,
+                               int64_t *got) {
+    int64_t want = max < 16 ? max : 16;
+    for (;;) {
+        int base = s->n;
+        *got = 0;
+        cudnnStatus_t st = make(s, type, (int)want, out);
+        if (st == CUDNN_STATUS_SUCCESS)
+            st = s->api->get(from, name, CUDNN_TYPE_BACKEND_DESCRIPTOR, want, got, out);
+        if (st == CUDNN_STATUS_SUCCESS && (*got < 0 || *got > want)) st = CUDNN_STATUS_BAD_PARAM;
+        if (st != CUDNN_STATUS_SUCCESS || *got < want || want == max) return st;
+        while (s->n > base) s->api->destroy(s->d[--s->n]); /* full: ask for max */
+        want = max;
+    }
 }
 
 /* read_config fills c's engine and knobs (unsealed, workspace 0) from a
@@ -92,19 +107,11 @@ static int read_config(struct descs *s, cudnnBackendDescriptor_t cfg, convcache_
         (st = get_int64(api, engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, &c->engine)))
         return fail(status, st, CONVCACHE_ENGINE_E_CUDNN);
     /* Ask for one more than a record holds, to tell "too many" apart. */
-    int64_t want = count_of(api, cfg, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES);
-    if (want < 0 || want > CONVCACHE_ENGINE_MAX_KNOBS) want = CONVCACHE_ENGINE_MAX_KNOBS + 1;
     int64_t got = 0;
-    if (want > 0) {
-        if ((st = make(s, CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, (int)want, knobs)) ||
-            (st = api->get(cfg, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR, want,
-                           &got, knobs)))
-            return fail(status, st, CONVCACHE_ENGINE_E_CUDNN);
-    }
-    /* The count is a hint from the library: never read past what was made. */
-    if (got > CONVCACHE_ENGINE_MAX_KNOBS && want > CONVCACHE_ENGINE_MAX_KNOBS)
-        return fail(status, 0, CONVCACHE_ENGINE_E_TOO_MANY);
-    if (got < 0 || got > want) return fail(status, CUDNN_STATUS_BAD_PARAM, CONVCACHE_ENGINE_E_CUDNN);
+    if ((st = get_descs(s, cfg, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR,
+                        CONVCACHE_ENGINE_MAX_KNOBS + 1, knobs, &got)))
+        return fail(status, st, CONVCACHE_ENGINE_E_CUDNN);
+    if (got > CONVCACHE_ENGINE_MAX_KNOBS) return fail(status, 0, CONVCACHE_ENGINE_E_TOO_MANY);
     for (int64_t i = 0; i < got; i++) {
         cudnnBackendKnobType_t type;
         int64_t n = 0;
@@ -186,15 +193,10 @@ static int knobs_supported(const struct cce_backend *api, cudnnBackendDescriptor
     enum { MAX_INFO = 64 };
     struct descs s = {.api = api};
     cudnnBackendDescriptor_t info[MAX_INFO];
-    int64_t want = count_of(api, engine, CUDNN_ATTR_ENGINE_KNOB_INFO);
-    if (want < 0 || want > MAX_INFO) want = CUDNN_KNOB_TYPE_COUNTS;
     int64_t got = 0;
-    int ok = 1; /* unknown counts as yes */
-    if (want > 0 && (make(&s, CUDNN_BACKEND_KNOB_INFO_DESCRIPTOR, (int)want, info) ||
-                     api->get(engine, CUDNN_ATTR_ENGINE_KNOB_INFO, CUDNN_TYPE_BACKEND_DESCRIPTOR, want,
-                              &got, info)))
+    int ok = 1; /* unknown counts as yes; none described: no knob is the engine's */
+    if (get_descs(&s, engine, CUDNN_ATTR_ENGINE_KNOB_INFO, CUDNN_BACKEND_KNOB_INFO_DESCRIPTOR, MAX_INFO, info, &got))
         goto done;
-    if (got < 0 || got > want) goto done;
     for (uint32_t k = 0; k < c->knob_count && ok; k++) {
         int found = 0;
         for (int64_t i = 0; i < got && !found; i++) {
