@@ -80,6 +80,16 @@ def read_torch(path):
                 len(graphs), ", ".join("%d %s" % (n, k) for k, n in sorted(kinds.items())),
                 sum(b for _, b, _ in graphs), sum(t for _, _, t in graphs),
                 max(b for _, b, _ in graphs), max(t for _, _, t in graphs))
+        # Why graphs stood aside, and plans whose config reads otherwise
+        # (the interposer's log, CONVCACHE_PRELOAD_LOG=1).
+        why = {}
+        for r in re.findall(r"^convcache-preload: v8 stood aside built \d+ timed \d+ refused \d+ \((.*)\) key", text, re.M):
+            why[r] = why.get(r, 0) + 1
+        notes = len(re.findall(r"^convcache-preload: v8 note config and plan read differently", text, re.M))
+        if why or notes:
+            info["why"] = "; ".join("%d: %s" % (n, r) for r, n in sorted(why.items(), key=lambda x: -x[1]))
+            if notes:
+                info["why"] += ("; " if why else "") + "%d plans read otherwise than their configs" % notes
     with open(path) as f:
         for line in f:
             w = line.split()
@@ -185,6 +195,10 @@ def main():
             out.append("| %s | %s | %s | %.1f | %.1f | %s |" % (
                 labels[name], i.get("path", "?"), ", ".join("%d: %.1f" % (s, f) for s, f, _ in steps),
                 sum(f for _, f, _ in steps), sum(x for _, _, x in steps), i.get("interposer", "-")))
+        for name, r in runs:
+            if r is not None and r[1].get("why"):
+                out.append("")
+                out.append("%s: stood aside, by reason: %s." % (labels[name], r[1]["why"]))
     table = "\n".join(out) + "\n"
     print(table)
     write_section(results, "v7", table)

@@ -84,6 +84,11 @@ def main():
              **dict(TORCH, **{"torch_v8warm.err": v8log("new", 9, 9)})),
         case("a warm default-path run without the interposer's log fails", 1, "logged no graph",
              **dict(TORCH, **{"torch_v8warm.err": ""})),
+        case("graphs that stood aside are counted by reason", 1, "stood aside, by reason: 3: heuristics offered no "
+             "stored choice; 1 plans read otherwise than their configs",
+             **dict(TORCH, **{"torch_v8warm.err": v8log("stood aside", 9, 9).replace(
+                 "refused 0 key", "refused 0 (heuristics offered no stored choice) key") +
+                 "convcache-preload: v8 note config and plan read differently: eng1 ws=0, eng1_k2=3 ws=0 key 00\n"})),
     ]
     print("report_test: %d passed, %d failed" % (results.count(True), results.count(False)))
     sys.exit(0 if all(results) else 1)

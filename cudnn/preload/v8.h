@@ -182,6 +182,7 @@ struct v8_graph {
     int graph_gone, post, executed, recorded;
     int built, ran, refused; /* plans finalized, plans run (timed), executes refused */
     int deferred;            /* plans whose finalize was deferred */
+    const char *aside_why;   /* G_ASIDE: why, for the log (a static string) */
 };
 
 /* Hooks, called by v8_calls.c around the real calls, v8_mu not held. */
@@ -211,6 +212,10 @@ void v8_close_window(struct v8_graph *g);
 
 /* v8_plan_choice reads the choice a plan runs (engine code): 0 or -1. */
 int v8_plan_choice(void *plan, convcache_engine_choice *out);
+/* v8_plan_config_choice reads the choice the engine config a plan was
+ * built from holds (as heuristics results are read), holding the config
+ * alive meanwhile: 0, or -1 (unknown config, or unreadable). */
+int v8_plan_config_choice(void *plan, convcache_engine_choice *out);
 
 /* ---- reordering heuristics (v8_reorder.c) ------------------------------- */
 

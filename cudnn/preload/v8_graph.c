@@ -38,8 +38,10 @@ static const char *const phase_names[] = {"not a benchmark", "served", "stood as
 
 void v8_close_window(struct v8_graph *g) {
     if (g->phase != G_DONE && g->executed && log_enabled()) {
-        char what[128];
-        snprintf(what, sizeof what, "built %d timed %d refused %d", g->built, g->ran, g->refused);
+        char what[256];
+        snprintf(what, sizeof what, "built %d timed %d refused %d%s%s%s", g->built, g->ran, g->refused,
+                 g->phase == G_ASIDE && g->aside_why ? " (" : "", g->phase == G_ASIDE && g->aside_why ? g->aside_why : "",
+                 g->phase == G_ASIDE && g->aside_why ? ")" : "");
         log_key(phase_names[g->phase], what, g->key, g->key_len);
     }
     g->phase = G_DONE;

@@ -160,3 +160,21 @@ int v8_plan_get(void *plan, int name, int type, int64_t requested, int64_t *coun
     v8_plan_materialize(plan);
     return 0;
 }
+
+int v8_plan_config_choice(void *plan, convcache_engine_choice *out) {
+    pthread_mutex_lock(&v8_mu);
+    struct v8_shadow *p = v8_shadow_get(plan);
+    struct v8_shadow *c = p && p->cfg ? v8_shadow_get(p->cfg) : NULL;
+    void *cfg = c && !c->destroy_pending ? c->desc : NULL;
+    if (cfg) c->holds++; /* the host's destroy of it waits (v8_destroying) */
+    pthread_mutex_unlock(&v8_mu);
+    if (!cfg) return -1;
+    int rc = cce_config_choice(cfg, out, NULL) == CONVCACHE_ENGINE_OK ? 0 : -1;
+    pthread_mutex_lock(&v8_mu);
+    c = v8_shadow_get(cfg);
+    int destroy = c && --c->holds == 0 && c->destroy_pending;
+    if (destroy) v8_shadow_drop(cfg);
+    pthread_mutex_unlock(&v8_mu);
+    if (destroy) v8_real()->destroy(cfg);
+    return rc;
+}

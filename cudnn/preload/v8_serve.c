@@ -3,6 +3,7 @@
  * choice, standing aside, and learning the host's choice (the states are
  * drawn in v8_graph.c).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,11 +13,29 @@ int v8_plan_choice(void *plan, convcache_engine_choice *out) {
     return convcache_engine_from_plan(plan, out, NULL) == CONVCACHE_ENGINE_OK ? 0 : -1;
 }
 
+/* log_choices logs two choices that were to be the same (with
+ * CONVCACHE_PRELOAD_LOG=1): the evidence for what a cuDNN does. */
+static void log_choices(const char *what, const convcache_engine_choice *a, const convcache_engine_choice *b,
+                        const struct v8_graph *g) {
+    char ta[256], tb[256], line[600];
+    convcache_engine_format(a, ta, sizeof ta);
+    convcache_engine_format(b, tb, sizeof tb);
+    snprintf(line, sizeof line, "%s: %s, %s", what, ta, tb);
+    log_key("note", line, g->key, g->key_len);
+}
+
 /* record stores the choice plan runs as g's (plan is alive; v8_mu not
  * held; the caller holds a reference on g). */
 static void record(struct v8_graph *g, void *plan) {
     convcache_engine_choice w;
     int ok = v8_plan_choice(plan, &w) == 0;
+    if (ok && log_enabled()) {
+        /* Stored choices are found among heuristics results by what their
+         * configs read; say when this plan reads otherwise. */
+        convcache_engine_choice c;
+        if (v8_plan_config_choice(plan, &c) != 0) memset(&c, 0, sizeof c);
+        if (!convcache_engine_same(&c, &w)) log_choices("config and plan read differently", &c, &w, g);
+    }
     pthread_mutex_lock(&v8_mu);
     if (g->recorded || g->phase == G_DONE) {
         pthread_mutex_unlock(&v8_mu);
@@ -78,6 +97,11 @@ static int decide(struct v8_graph *g, struct v8_shadow *p) {
             return TRY;
         }
         g->phase = G_ASIDE;
+        g->aside_why = !g->heur_seen                 ? "no heuristics results were read through the interposer"
+                       : !g->offered                 ? "heuristics offered no stored choice"
+                       : g->failed                   ? "a stored choice failed to finalize"
+                       : g->stored_plans == 0        ? "a stored choice was offered; the host kept no plan of it"
+                                                     : "the host ran another plan before the stored choice's";
         COUNT_V8(v8_aside);
         return RUN;
     }
@@ -121,6 +145,7 @@ cudnnStatus_t v8_execute(cudnnHandle_t h, void *plan, void *pack) {
          * that runs it (a cuDNN may substitute another engine). */
         convcache_engine_choice have;
         matches = v8_plan_choice(plan, &have) == 0 && convcache_engine_same(&have, &want);
+        if (!matches && log_enabled()) log_choices("served plan reads differently", &want, &have, g);
     }
     if (st == CUDNN_STATUS_SUCCESS) st = r->execute(h, plan, pack);
 
@@ -132,6 +157,8 @@ cudnnStatus_t v8_execute(cudnnHandle_t h, void *plan, void *pack) {
          * usual (nothing was refused yet), and its choice replaces it. */
         g->failed |= 1u << idx;
         g->phase = G_ASIDE;
+        g->aside_why = !matches ? "the stored choice's plan runs another engine or knobs than stored"
+                                : "the stored choice's plan failed to run";
         g->candidate = NULL;
         COUNT_V8(v8_aside);
     } else if (what == TRY) {

@@ -124,7 +124,9 @@ cp "$CONVCACHE_PATH" "$T/known.ccdb"
 # instead of it) unless NAME ends in "!" (a cuDNN whose plans run another
 # engine than their config says is never served: each run benchmarks).
 # $aside_want: "all" when every shape must have stood aside in run 2, "some"
-# when at least one, "" when the change need not touch any.
+# when at least one, "" when the change need not touch any. $why_want: the
+# reason the interposer's log (CONVCACHE_PRELOAD_LOG=1) must give for a
+# shape that stood aside.
 change() {
     name=${1%!}
     must_serve=1
@@ -132,7 +134,11 @@ change() {
     shift
     cp "$T/known.ccdb" "$T/$name.ccdb"
     export CONVCACHE_PATH="$T/$name.ccdb"
-    if ! run "$name" "$@"; then bad "$name: the program failed: $(tail -3 "$T/$name.err")"; return; fi
+    if ! run "$name" CONVCACHE_PRELOAD_LOG=1 "$@"; then bad "$name: the program failed: $(tail -3 "$T/$name.err")"; return; fi
+    if [ -n "${why_want:-}" ] &&
+        ! grep -q "^convcache-preload: v8 stood aside built [0-9]* timed [0-9]* refused [0-9]* ($why_want) key" "$T/$name.err"; then
+        bad "$name: the log does not say why a shape stood aside ($why_want): $(grep 'stood aside built' "$T/$name.err" | head -2)"
+    fi
     # (under substitution a plan's tag is its config's, not what it runs)
     [ "$must_serve" = 0 ] || note "$name"
     aside=$(timed "$T/$name.txt" | awk '$2 > 1' | wc -l)
@@ -152,21 +158,23 @@ change() {
     fi
 }
 stored=$(field "$T/r1.txt" plan | awk '{print $2}' | sort -u | paste -sd, -)
-aside_want=some change vanished STANDIN_ENGINE_COUNT=3
-aside_want=some change 'substituted!' STANDIN_SUBSTITUTE=knob
-aside_want=all change finalize-fails STANDIN_FAIL_FINALIZE="$stored"
-aside_want=all change execute-fails STANDIN_FAIL_EXECUTE="$stored"
+aside_want=some why_want="heuristics offered no stored choice" change vanished STANDIN_ENGINE_COUNT=3
+aside_want=some why_want="the stored choice's plan runs another engine or knobs than stored" \
+    change 'substituted!' STANDIN_SUBSTITUTE=knob
+aside_want=all why_want="a stored choice failed to finalize" change finalize-fails STANDIN_FAIL_FINALIZE="$stored"
+aside_want=all why_want="the stored choice's plan failed to run" change execute-fails STANDIN_FAIL_EXECUTE="$stored"
 # A workspace limit just under the largest stored plan's: that shape's
 # stored plan is built, then dropped by the program, as PyTorch's allocator
 # limit drops it.
 limit=$(field "$T/r1.txt" ws | awk '$2 > m {m = $2} END {print m - 1}')
 if [ "$limit" -ge 0 ]; then
-    aside_want=some change workspace -- --workspace-limit "$limit"
+    aside_want=some why_want="a stored choice was offered; the host kept no plan of it" \
+        change workspace -- --workspace-limit "$limit"
 else
     bad "workspace: every stored plan needs no workspace; nothing to exclude"
 fi
 # The host's own filters (cuDNN cannot see them), where PROGRAM has them.
-for f in ${V8_FILTERS:-}; do aside_want= change "filter${f#-}" -- "$f"; done
+for f in ${V8_FILTERS:-}; do aside_want= why_want= change "filter${f#-}" -- "$f"; done
 
 # ---- Ties: every plan times the same (coarse events). A timing loop that
 # keeps its plans in a set ordered by time keeps one of them and destroys
