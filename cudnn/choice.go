@@ -17,7 +17,10 @@ const (
 	choiceMaxKnobs = 48
 	// ChoicesMagic starts the interposer's value: a list of choices.
 	ChoicesMagic = 0x31564343 // "CCV1"
-	maxChoices   = 4
+	// ChoicesMagicPlans starts a list followed by what each choice's
+	// plans read as (8 bytes each), where some differ from the choice.
+	ChoicesMagicPlans = 0x32564343 // "CCV2"
+	maxChoices        = 4
 )
 
 // Knob is one knob choice: a cudnnBackendKnobType_t and its value.
@@ -76,15 +79,20 @@ func DecodeEngineChoice(b []byte) (EngineChoice, bool) {
 	return c, true
 }
 
-// DecodeEngineChoices decodes the interposer's value: "CCV1", a count of 1
-// to 4, then that many records, each checked, no two the same engine and
-// knobs.
+// DecodeEngineChoices decodes the interposer's value: "CCV1" or "CCV2", a
+// count of 1 to 4, then that many records, each checked, no two the same
+// engine and knobs; "CCV2" then has 8 bytes per record (a digest of what
+// its plans read as, which is not returned).
 func DecodeEngineChoices(b []byte) ([]EngineChoice, bool) {
-	if len(b) < 8 || le.Uint32(b) != ChoicesMagic {
+	if len(b) < 8 || (le.Uint32(b) != ChoicesMagic && le.Uint32(b) != ChoicesMagicPlans) {
 		return nil, false
 	}
 	n := int(le.Uint32(b[4:]))
-	if n < 1 || n > maxChoices || len(b) != 8+n*ChoiceSize {
+	ids := 0
+	if le.Uint32(b) == ChoicesMagicPlans {
+		ids = 8
+	}
+	if n < 1 || n > maxChoices || len(b) != 8+n*(ChoiceSize+ids) {
 		return nil, false
 	}
 	out := make([]EngineChoice, n)

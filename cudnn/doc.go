@@ -98,7 +98,8 @@
 //     config, once: only the order changes). The host then builds and
 //     times a stored choice first, if its own filters keep it.
 //   - Timing: if the first plan the host times is a stored choice, reads
-//     back as exactly that engine and knobs, and runs, every other plan's
+//     back as the plan of that choice read when it was stored, and runs,
+//     every other plan's
 //     first execute (its warm-up) is refused with CUDNN_STATUS_NOT_SUPPORTED,
 //     which the host's timing loop skips: the host times one plan, and runs
 //     it. In any other case (the host filtered the stored choice out, it
@@ -109,7 +110,16 @@
 // The host's own choice is learnt from what it does after timing: the plan
 // it runs once its graph, or a plan it timed, is destroyed (cudnn_frontend's
 // timing loop drops one of two plans that time the same before the host
-// chooses), or the one plan left when it destroys all the others. A graph with fewer than two plans alive at its
+// chooses), or the one plan left when it destroys all the others. What is
+// stored is what that plan's engine config reads as, the identity the
+// heuristics results are matched by (and cudnn_frontend's plan tags are
+// made of); where the plan itself reads otherwise, a digest of the plan's
+// reading is stored beside it, and checked before serving. (On an H100
+// with cuDNN 9.19, 21 of 204 ResNet-50 graphs stood aside because their
+// stored choices, then read from the plan, were not found among the
+// heuristics results; a plan that reads otherwise than its config is the
+// suspected cause, not yet confirmed on a GPU.) A graph
+// with fewer than two plans alive at its
 // first execute is not a benchmark (benchmark mode off) and nothing is
 // learnt from it. The choice is merged into the stored list: choices that
 // failed here, that heuristics no longer offer, or that the host timed and
@@ -152,9 +162,13 @@
 // the operation's tensors and convolution, by content. GraphKey decodes it.
 //
 // The value: "CCV1", a count n of 1 to 4, then n engine choice records
-// (include/convcache_engine.h, 800 bytes each), most preferred first.
-// DecodeEngineChoices decodes it; a value that fails any check is ignored
-// and replaced.
+// (include/convcache_engine.h, 800 bytes each), most preferred first: each
+// what the engine config the host built its plan from reads as, since
+// heuristics results are matched by their configs. Where a plan reads
+// otherwise than its config (some engines of cuDNN 9 on a GPU), the value
+// is "CCV2" and n 8-byte digests of what each choice's plan read as follow:
+// a plan is served only if it still reads so. DecodeEngineChoices decodes
+// both; a value that fails any check is ignored and replaced.
 //
 // # Caveats
 //

@@ -83,6 +83,16 @@ func choices(recs ...[]byte) []byte {
 	return b
 }
 
+// withPlans is choices as "CCV2": each record's plan digest follows.
+func withPlans(recs ...[]byte) []byte {
+	b := choices(recs...)
+	binary.LittleEndian.PutUint32(b, cudnn.ChoicesMagicPlans)
+	for i := range recs {
+		b = binary.LittleEndian.AppendUint64(b, uint64(i)+7)
+	}
+	return b
+}
+
 func TestEngineChoices(t *testing.T) {
 	a := choiceRecord(12, 4096, cudnn.Knob{Type: 2, Value: 3}, cudnn.Knob{Type: 14, Value: 1})
 	b := choiceRecord(0, 0)
@@ -90,6 +100,9 @@ func TestEngineChoices(t *testing.T) {
 	if !ok || len(cs) != 2 || cs[0].Tag() != "eng12_k2=3_k14=1" || cs[1].Tag() != "eng0" ||
 		cs[0].String() != "eng12_k2=3_k14=1 ws 4.0 KiB" {
 		t.Fatalf("decoded %v %v", cs, ok)
+	}
+	if cs, ok := cudnn.DecodeEngineChoices(withPlans(a, b)); !ok || len(cs) != 2 || cs[0].Tag() != "eng12_k2=3_k14=1" {
+		t.Fatalf("CCV2: decoded %v %v", cs, ok)
 	}
 	unsorted := choiceRecord(1, 0, cudnn.Knob{Type: 14, Value: 1}, cudnn.Knob{Type: 2, Value: 3})
 	flipped := append([]byte(nil), a...)
@@ -103,6 +116,9 @@ func TestEngineChoices(t *testing.T) {
 		"short":          choices(a)[:500],
 		"trailing":       append(choices(a), 0),
 		"negative":       choices(choiceRecord(-1, 0)),
+		"CCV2 short":     withPlans(a)[:8+800+4],
+		"CCV2 as CCV1":   append(choices(a), withPlans(a)[8+800:]...),
+		"CCV1 as CCV2":   withPlans(a)[:8+800],
 	} {
 		if _, ok := cudnn.DecodeEngineChoices(v); ok {
 			t.Errorf("%s: decoded", name)

@@ -43,16 +43,24 @@ extern int v8_watching;
 /* ---- stored choices (v8_choices.c) -------------------------------------- */
 
 #define V8_MAX_CHOICES 4
-#define V8_VALUE_MAGIC 0x31564343u /* "CCV1" */
+#define V8_VALUE_MAGIC 0x31564343u  /* "CCV1" */
+#define V8_VALUE_MAGIC2 0x32564343u /* "CCV2": with what each choice's plans read as */
+#define V8_VALUE_MAX (8 + V8_MAX_CHOICES * (sizeof(convcache_engine_choice) + 8))
 
 /* The value stored under a graph's key: the choices the host made for it,
  * most preferred first. Several stay side by side when each was chosen
  * where the others were not on offer (deterministic and not, tf32 and
- * not, a workspace limit). */
+ * not, a workspace limit). Each choice is what the engine config the host
+ * built its plan from reads as; plan_id is what that plan read as
+ * (v8_choice_id), or 0 when the same. */
 struct v8_choices {
     int n;
     convcache_engine_choice c[V8_MAX_CHOICES];
+    uint64_t plan_id[V8_MAX_CHOICES];
 };
+
+/* v8_choice_id is a 64-bit digest of c's engine and knobs, never 0. */
+uint64_t v8_choice_id(const convcache_engine_choice *c);
 
 /* v8_choices_decode parses a stored value; 0, or -1 for anything that is
  * not a well-formed list of checked records (the value is then ignored). */
@@ -65,13 +73,18 @@ size_t v8_choices_encode(const struct v8_choices *l, void *out, size_t cap);
  * knobs, or -1. */
 int v8_choices_find(const struct v8_choices *l, const convcache_engine_choice *c);
 
-/* v8_choices_merge is the list to store after the host chose w:
+/* v8_choices_runs reports whether plan (what a plan read as) is what
+ * choice i's plans run: its recorded plan_id, else the choice itself. */
+int v8_choices_runs(const struct v8_choices *l, int i, const convcache_engine_choice *plan);
+
+/* v8_choices_merge is the list to store after the host chose w (its
+ * plan reading as w_plan, 0 when as w):
  * stored choices in drop (a bit per index: failed to finalize or run, or
  * no longer offered by heuristics) go; those the host did not build (its
  * own filters) stay ahead of w, as they win where they are allowed; w
  * replaces an equal one. */
 void v8_choices_merge(const struct v8_choices *old, unsigned drop, const convcache_engine_choice *w,
-                      struct v8_choices *out);
+                      uint64_t w_plan, struct v8_choices *out);
 
 /* ---- shadows (v8_shadow.c) ---------------------------------------------- */
 

@@ -130,7 +130,7 @@ void v8_graph_finalized(void *desc) {
     g->key_len = key_len;
     g->cache = cache;
     g->candidate_idx = -1;
-    unsigned char value[8 + V8_MAX_CHOICES * sizeof(convcache_engine_choice)];
+    unsigned char value[V8_VALUE_MAX];
     size_t len = 0;
     int rc = api.find(cache, key, key_len, value, sizeof value, &len);
     if (rc == CONVCACHE_HIT) {
@@ -197,7 +197,7 @@ void v8_heur_finalized(void *heur) {
     if (!take) return;
 
     struct v8_lease *lease = NULL;
-    unsigned char value[8 + V8_MAX_CHOICES * sizeof(convcache_engine_choice)];
+    unsigned char value[V8_VALUE_MAX];
     size_t len = 0;
     int got = v8_lease_take(g->cache, g->key, g->key_len, &lease, value, sizeof value, &len);
     struct v8_choices stored = {0};

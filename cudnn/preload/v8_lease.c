@@ -32,7 +32,7 @@
 
 #include "v8.h"
 
-#define VALUE_CAP (8 + V8_MAX_CHOICES * sizeof(convcache_engine_choice))
+#define VALUE_CAP V8_VALUE_MAX
 
 struct v8_lease {
     pthread_mutex_t mu;

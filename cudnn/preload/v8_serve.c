@@ -24,17 +24,22 @@ static void log_choices(const char *what, const convcache_engine_choice *a, cons
     log_key("note", line, g->key, g->key_len);
 }
 
-/* record stores the choice plan runs as g's (plan is alive; v8_mu not
- * held; the caller holds a reference on g). */
+/* record stores the host's choice, plan, as g's (plan is alive; v8_mu
+ * not held; the caller holds a reference on g). Stored choices are found
+ * among heuristics results by what their configs read, so the choice is
+ * what plan's engine config reads as; where the plan itself reads
+ * otherwise (some engines of cuDNN 9 on a GPU), that is kept beside it,
+ * for the check before serving. A config already gone: the plan's own. */
 static void record(struct v8_graph *g, void *plan) {
-    convcache_engine_choice w;
+    convcache_engine_choice w, c;
+    uint64_t w_plan = 0;
     int ok = v8_plan_choice(plan, &w) == 0;
-    if (ok && log_enabled()) {
-        /* Stored choices are found among heuristics results by what their
-         * configs read; say when this plan reads otherwise. */
-        convcache_engine_choice c;
-        if (v8_plan_config_choice(plan, &c) != 0) memset(&c, 0, sizeof c);
-        if (!convcache_engine_same(&c, &w)) log_choices("config and plan read differently", &c, &w, g);
+    if (ok && v8_plan_config_choice(plan, &c) == 0 && !convcache_engine_same(&c, &w)) {
+        if (log_enabled()) log_choices("config and plan read differently", &c, &w, g);
+        w_plan = v8_choice_id(&w);
+        c.workspace = w.workspace;
+        if (convcache_engine_seal(&c) == CONVCACHE_ENGINE_OK) w = c;
+        else w_plan = 0;
     }
     pthread_mutex_lock(&v8_mu);
     if (g->recorded || g->phase == G_DONE) {
@@ -48,7 +53,7 @@ static void record(struct v8_graph *g, void *plan) {
          * offer (once they were asked), and that were timed and lost. */
         unsigned drop = g->failed | g->timed;
         if (g->heur_seen) drop |= ~g->offered;
-        v8_choices_merge(&g->stored, drop, &w, &merged);
+        v8_choices_merge(&g->stored, drop, &w, w_plan, &merged);
     }
     int aside = g->phase == G_ASIDE;
     struct v8_lease *lease = g->lease;
@@ -56,7 +61,7 @@ static void record(struct v8_graph *g, void *plan) {
     v8_close_window(g);
     pthread_mutex_unlock(&v8_mu);
 
-    unsigned char value[8 + V8_MAX_CHOICES * sizeof(convcache_engine_choice)];
+    unsigned char value[V8_VALUE_MAX];
     size_t len = ok ? v8_choices_encode(&merged, value, sizeof value) : 0;
     if (lease) {
         v8_lease_finish(lease, len ? value : NULL, len);
@@ -124,8 +129,8 @@ cudnnStatus_t v8_execute(cudnnHandle_t h, void *plan, void *pack) {
     }
     int what = decide(g, p);
     int idx = g->candidate_idx;
-    convcache_engine_choice want = {0};
-    if (what == TRY) want = g->stored.c[idx];
+    struct v8_choices stored = {0};
+    if (what == TRY) stored = g->stored;
     v8_graph_ref(g);
     pthread_mutex_unlock(&v8_mu);
 
@@ -142,10 +147,11 @@ cudnnStatus_t v8_execute(cudnnHandle_t h, void *plan, void *pack) {
     int matches = 1;
     if (st == CUDNN_STATUS_SUCCESS && what == TRY) {
         /* A config that reads as the stored choice must also build a plan
-         * that runs it (a cuDNN may substitute another engine). */
+         * that runs what its plan ran when it was stored (a cuDNN may
+         * substitute another engine). */
         convcache_engine_choice have;
-        matches = v8_plan_choice(plan, &have) == 0 && convcache_engine_same(&have, &want);
-        if (!matches && log_enabled()) log_choices("served plan reads differently", &want, &have, g);
+        matches = v8_plan_choice(plan, &have) == 0 && v8_choices_runs(&stored, idx, &have);
+        if (!matches && log_enabled()) log_choices("served plan reads differently", &stored.c[idx], &have, g);
     }
     if (st == CUDNN_STATUS_SUCCESS) st = r->execute(h, plan, pack);
 

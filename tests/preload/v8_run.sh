@@ -189,6 +189,22 @@ else
     bad "ties: run 2 is not run 1's choice served: run 1 $(counts "$T/ties1.txt"); run 2 $(counts "$T/ties2.txt")"
 fi
 
+# ---- Plans that read otherwise than their configs, the same way in every
+# run (some engines of cuDNN 9 on a GPU): a stored choice is found among
+# heuristics results by its config, and served when its plan reads as the
+# plan that ran when it was stored.
+fresh reread
+run reread1 STANDIN_SUBSTITUTE=knob CONVCACHE_PRELOAD_LOG=1 ||
+    bad "reread: run 1 failed: $(tail -3 "$T/reread1.err")"
+run reread2 STANDIN_SUBSTITUTE=knob || bad "reread: run 2 failed: $(tail -3 "$T/reread2.err")"
+if ! grep -q '^convcache-preload: v8 note config and plan read differently: ' "$T/reread1.err"; then
+    bad "reread: the log does not note plans that read otherwise than their configs"
+elif served "$T/reread2.txt" && same_plans "$T/reread1.txt" "$T/reread2.txt"; then
+    ok "reread: plans that read otherwise than their configs are served, run 1's, same outputs ($(counts "$T/reread2.txt"))"
+else
+    bad "reread: run 2 is not run 1's choices served: run 1 $(counts "$T/reread1.txt"); run 2 $(counts "$T/reread2.txt")"
+fi
+
 # ---- 3. Single flight: 4 processes together, and 4 threads.
 fresh procs
 for i in 1 2 3 4; do run "p$i" & done
