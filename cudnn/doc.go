@@ -168,7 +168,12 @@
 // otherwise than its config (some engines of cuDNN 9 on a GPU), the value
 // is "CCV2" and n 8-byte digests of what each choice's plan read as follow:
 // a plan is served only if it still reads so. DecodeEngineChoices decodes
-// both; a value that fails any check is ignored and replaced.
+// both; a value that fails any check is ignored and replaced. An
+// interposer older than "CCV2" treats such a value as damaged: it
+// benchmarks the graph and stores "CCV1" in its place (and a "CCV2" list of
+// 4 choices, 3,240 bytes, is longer than its 3,208-byte buffer: it runs that
+// graph uncached, with one warning), so old and new versions sharing a file
+// each benchmark graphs the other stored.
 //
 // # Caveats
 //

@@ -54,6 +54,11 @@ $(V8_DIR)/test_engine $(V8_DIR)/test_shared: $(V8_DIR)/%: tests/v8/%.c $(V8_TEST
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(V8_INC) -o $@ $< $(ENGINE_A) $(V8_STANDIN_LINK) $(LINK_CC)
 
+# The engine code compiled in, against a fake backend (cce_backend_use).
+$(V8_DIR)/test_knob_reads: tests/v8/test_knob_reads.c $(ENGINE_SRC) $(ENGINE_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Iinclude -Icudnn/engine -o $@ $< $(ENGINE_SRC) -ldl -lpthread
+
 # Linked to nothing but the engine library: no cuDNN in the process.
 $(V8_DIR)/test_unavailable: tests/v8/test_unavailable.c $(ENGINE_A) include/convcache_engine.h
 	@mkdir -p $(@D)
@@ -62,9 +67,10 @@ $(V8_DIR)/test_unavailable: tests/v8/test_unavailable.c $(ENGINE_A) include/conv
 .PHONY: v8-test install-engine
 # The example runs as `make test` runs the v7 one: its last line shown, all
 # of it when it fails. The stand-in driver and cuDNN give it a device scope.
-v8-test: $(V8_DIR)/test_engine $(V8_DIR)/test_shared $(V8_DIR)/test_v8 $(V8_DIR)/test_unavailable $(EX_DIR)/pytorch_conv_v8
+v8-test: $(V8_DIR)/test_knob_reads $(V8_DIR)/test_engine $(V8_DIR)/test_shared $(V8_DIR)/test_v8 $(V8_DIR)/test_unavailable $(EX_DIR)/pytorch_conv_v8
 	@set -e; tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; e="$(CXX_CLEAN_ENV) TMPDIR=$$tmp"; \
 	last() { "$$@" > $$tmp/out 2>&1 || { cat $$tmp/out >&2; echo "failed: $$*" >&2; exit 1; }; tail -1 $$tmp/out; }; \
+	echo "== v8: knob choices read as cuDNN 9 gives them (tests/v8/test_knob_reads.c)"; last $$e $(V8_DIR)/test_knob_reads; \
 	echo "== v8: record and rebuild (tests/v8/test_engine.c)"; last $$e $(V8_DIR)/test_engine; \
 	echo "== v8: 2 processes x 4 threads share one file (tests/v8/test_shared.c)"; last $$e $(V8_DIR)/test_shared; \
 	echo "== v8: the drop-in (tests/v8/test_v8.cpp)"; last $$e $(V8_DIR)/test_v8; \

@@ -71,12 +71,14 @@ static cudnnStatus_t get_one_desc(const struct cce_backend *api, cudnnBackendDes
 }
 
 /* get_descs reads a descriptor-valued attribute of from into new
- * descriptors of type (recorded in s, into out), at most max, and sets
- * *got. It never asks how many there are: cuDNN 9 answers that question
- * for an engine config's knob choices with 0 (seen with cuDNN 9.19 on an
- * H100), so it asks for 16, as many as an engine has had, and for max when
- * 16 came back full. A count past what was asked for is an error: never
- * read a descriptor that was not made. */
+ * descriptors of type (recorded in s, into out, max of them at most), and
+ * sets *got to the count cuDNN reports. It never asks how many there are:
+ * cuDNN 9 answers that question for an engine config's knob choices with 0
+ * (seen with cuDNN 9.19 on an H100), so it asks for 16, as many as an
+ * engine has had, and for max when 16 came back full, or more than full
+ * (a library may report how many it has rather than how many it wrote).
+ * Only out[0 .. min(*got, max)) may be read: a count past max is the
+ * caller's to judge, and never read past. */
 static cudnnStatus_t get_descs(struct descs *s, cudnnBackendDescriptor_t from, cudnnBackendAttributeName_t name,
                                cudnnBackendDescriptorType_t type, int64_t max, cudnnBackendDescriptor_t *out,
                                int64_t *got) {
@@ -87,7 +89,7 @@ static cudnnStatus_t get_descs(struct descs *s, cudnnBackendDescriptor_t from, c
         cudnnStatus_t st = make(s, type, (int)want, out);
         if (st == CUDNN_STATUS_SUCCESS)
             st = s->api->get(from, name, CUDNN_TYPE_BACKEND_DESCRIPTOR, want, got, out);
-        if (st == CUDNN_STATUS_SUCCESS && (*got < 0 || *got > want)) st = CUDNN_STATUS_BAD_PARAM;
+        if (st == CUDNN_STATUS_SUCCESS && *got < 0) st = CUDNN_STATUS_BAD_PARAM;
         if (st != CUDNN_STATUS_SUCCESS || *got < want || want == max) return st;
         while (s->n > base) s->api->destroy(s->d[--s->n]); /* full: ask for max */
         want = max;
@@ -195,7 +197,8 @@ static int knobs_supported(const struct cce_backend *api, cudnnBackendDescriptor
     cudnnBackendDescriptor_t info[MAX_INFO];
     int64_t got = 0;
     int ok = 1; /* unknown counts as yes; none described: no knob is the engine's */
-    if (get_descs(&s, engine, CUDNN_ATTR_ENGINE_KNOB_INFO, CUDNN_BACKEND_KNOB_INFO_DESCRIPTOR, MAX_INFO, info, &got))
+    if (get_descs(&s, engine, CUDNN_ATTR_ENGINE_KNOB_INFO, CUDNN_BACKEND_KNOB_INFO_DESCRIPTOR, MAX_INFO, info, &got) ||
+        got > MAX_INFO)
         goto done;
     for (uint32_t k = 0; k < c->knob_count && ok; k++) {
         int found = 0;

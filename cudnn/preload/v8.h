@@ -122,8 +122,9 @@ struct v8_shadow {
     int deferred;
     int64_t reported_ws;
     cudnnStatus_t blocked;
-    /* Engine config: deferred plans built from it, and whether the host
-     * destroyed it meanwhile (cuDNN's destroy waits for them). */
+    /* Engine config: deferred plans built from it and readers of it
+     * (v8_plan_config_choice), and whether the host destroyed it meanwhile
+     * (cuDNN's destroy waits for them). */
     int holds, destroy_pending;
     struct v8_shadow *next;
 };
@@ -191,6 +192,8 @@ struct v8_graph {
     int stored_plans;     /* of them, stored choices */
     unsigned timed;       /* stored choices the host timed (not serving) */
     int heur_seen;        /* heuristics results were read */
+    int heur_unreadable;  /* a result's choice could not be read */
+    int reorder_skipped;  /* results given in cuDNN's order (how is unknown) */
     int lease_tried;
     int graph_gone, post, executed, recorded;
     int built, ran, refused; /* plans finalized, plans run (timed), executes refused */

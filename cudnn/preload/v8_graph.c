@@ -11,7 +11,7 @@
  *                    is let through
  *   first execute    fewer than two plans alive: not a benchmark, nothing
  *                    to do. Else, when the plan is a stored choice and
- *                    reads back as exactly that engine and knobs, it runs;
+ *                    reads back as that choice's plan did when stored, it runs;
  *                    if it runs well the graph is SERVING: every other
  *                    plan's first execute (its timing) is refused, so the
  *                    host times one plan. Anything else: ASIDE (a stored

@@ -165,7 +165,12 @@ int v8_plan_config_choice(void *plan, convcache_engine_choice *out) {
     pthread_mutex_lock(&v8_mu);
     struct v8_shadow *p = v8_shadow_get(plan);
     struct v8_shadow *c = p && p->cfg ? v8_shadow_get(p->cfg) : NULL;
-    void *cfg = c && !c->destroy_pending ? c->desc : NULL;
+    /* The config the plan was built from, if the host still has it: its
+     * address could since name another descriptor (the host destroyed the
+     * config, and a new one took its place), so it must be an engine
+     * config of the same graph. One whose destroy waits for a deferred
+     * plan is still alive. */
+    void *cfg = c && c->type == CUDNN_BACKEND_ENGINECFG_DESCRIPTOR && (!c->g || c->g == p->g) ? c->desc : NULL;
     if (cfg) c->holds++; /* the host's destroy of it waits (v8_destroying) */
     pthread_mutex_unlock(&v8_mu);
     if (!cfg) return -1;

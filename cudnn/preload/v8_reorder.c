@@ -36,6 +36,7 @@ struct v8_heur_plan {
     void *fb;         /* our fallback heuristics, when a choice comes from there */
     int64_t fb_index; /* which of its results */
     int fb_which;     /* and which stored choice that is */
+    int unreadable;   /* results whose choice could not be read */
 };
 
 void v8_heur_plan_free(struct v8_heur_plan *hp) {
@@ -46,17 +47,23 @@ void v8_heur_plan_free(struct v8_heur_plan *hp) {
     free(hp);
 }
 
-/* identify reads which stored choice each of n configs is (-1: none). */
-static void identify(const struct v8_choices *stored, void **cfg, int64_t n, int *which) {
+/* identify reads which stored choice each of n configs is (-1: none);
+ * returns how many could not be read. */
+static int identify(const struct v8_choices *stored, void **cfg, int64_t n, int *which) {
+    int unreadable = 0;
     for (int64_t i = 0; i < n; i++) {
         convcache_engine_choice c;
-        which[i] = cce_config_choice(cfg[i], &c, NULL) == CONVCACHE_ENGINE_OK ? v8_choices_find(stored, &c) : -1;
+        int ok = cce_config_choice(cfg[i], &c, NULL) == CONVCACHE_ENGINE_OK;
+        which[i] = ok ? v8_choices_find(stored, &c) : -1;
+        unreadable += !ok;
     }
+    return unreadable;
 }
 
 /* read_results reads heur's results into fresh scratch configs and says
- * which stored choice each is; returns their count, or -1. */
-static int64_t read_results(void *heur, const struct v8_choices *stored, int **which) {
+ * which stored choice each is (and how many could not be read, into
+ * *unreadable); returns their count, or -1. */
+static int64_t read_results(void *heur, const struct v8_choices *stored, int **which, int *unreadable) {
     const struct v8_real *r = v8_real();
     int64_t n = -1, got = -1;
     *which = NULL;
@@ -71,7 +78,7 @@ static int64_t read_results(void *heur, const struct v8_choices *stored, int **w
     if (*which && made == n &&
         (n == 0 || (r->get(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, n, &got, scratch) ==
                         CUDNN_STATUS_SUCCESS && got == n)))
-        identify(stored, scratch, n, *which);
+        *unreadable = identify(stored, scratch, n, *which);
     else
         n = -1;
     for (int64_t i = 0; i < made; i++) r->destroy(scratch[i]);
@@ -89,14 +96,14 @@ static void fallback_for(void *graph, const struct v8_choices *stored, struct v8
     const struct v8_real *r = v8_real();
     void *fb = NULL;
     cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_FALLBACK;
-    int *which = NULL;
+    int *which = NULL, unreadable = 0;
     if (!graph || r->create(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &fb) != CUDNN_STATUS_SUCCESS) return;
     int64_t m = -1;
     if (r->set(fb, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph) ==
             CUDNN_STATUS_SUCCESS &&
         r->set(fb, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode) == CUDNN_STATUS_SUCCESS &&
         r->finalize(fb) == CUDNN_STATUS_SUCCESS)
-        m = read_results(fb, stored, &which);
+        m = read_results(fb, stored, &which, &unreadable);
     for (int j = 0; j < stored->n && !hp->fb; j++)
         for (int64_t i = 0; i < m; i++)
             if (which[i] == j) {
@@ -113,7 +120,7 @@ static void fallback_for(void *graph, const struct v8_choices *stored, struct v8
 static struct v8_heur_plan *make_plan(void *heur, void *graph, int mode, const struct v8_choices *stored) {
     struct v8_heur_plan *hp = calloc(1, sizeof *hp);
     if (!hp) return NULL;
-    hp->n = read_results(heur, stored, &hp->which);
+    hp->n = read_results(heur, stored, &hp->which, &hp->unreadable);
     if (hp->n < 0 || !(hp->order = calloc((size_t)hp->n + 1, sizeof *hp->order))) {
         v8_heur_plan_free(hp);
         return NULL;
@@ -216,6 +223,9 @@ cudnnStatus_t v8_reorder(struct v8_graph *g, void *heur, int64_t requested, int6
 
     pthread_mutex_lock(&v8_mu);
     if (st == CUDNN_STATUS_SUCCESS) g->heur_seen = 1;
+    /* For the log, should the graph stand aside (v8_serve.c). */
+    if (hp && hp->unreadable) g->heur_unreadable = 1;
+    if (stored.n > 0 && st == CUDNN_STATUS_SUCCESS && !reordered && !front) g->reorder_skipped = 1;
     for (int64_t s = 0; s < filled; s++) {
         struct v8_shadow *c = v8_shadow_get(elements[s]);
         if (!c || c->type != CUDNN_BACKEND_ENGINECFG_DESCRIPTOR) continue;

@@ -13,15 +13,21 @@ int v8_plan_choice(void *plan, convcache_engine_choice *out) {
     return convcache_engine_from_plan(plan, out, NULL) == CONVCACHE_ENGINE_OK ? 0 : -1;
 }
 
-/* log_choices logs two choices that were to be the same (with
- * CONVCACHE_PRELOAD_LOG=1): the evidence for what a cuDNN does. */
-static void log_choices(const char *what, const convcache_engine_choice *a, const convcache_engine_choice *b,
-                        const struct v8_graph *g) {
-    char ta[256], tb[256], line[600];
-    convcache_engine_format(a, ta, sizeof ta);
-    convcache_engine_format(b, tb, sizeof tb);
-    snprintf(line, sizeof line, "%s: %s, %s", what, ta, tb);
-    log_key("note", line, g->key, g->key_len);
+/* log_choices logs two choices that were to be the same, whole, with the
+ * digest a plan's reading was to have (0: none) (CONVCACHE_PRELOAD_LOG=1):
+ * the evidence for what a cuDNN does. */
+static void log_choices(const char *what, const convcache_engine_choice *a, uint64_t want_plan,
+                        const convcache_engine_choice *b, const struct v8_graph *g) {
+    enum { CHOICE_TEXT = 1400 }; /* 48 knobs of 64-bit values fit */
+    char *ta = malloc(CHOICE_TEXT), *tb = malloc(CHOICE_TEXT), *line = malloc(2 * CHOICE_TEXT + 200);
+    if (ta && tb && line) {
+        convcache_engine_format(a, ta, CHOICE_TEXT);
+        convcache_engine_format(b, tb, CHOICE_TEXT);
+        snprintf(line, 2 * CHOICE_TEXT + 200, "%s: %s (plan digest %016llx), %s (digest %016llx)", what, ta,
+                 (unsigned long long)want_plan, tb, (unsigned long long)v8_choice_id(b));
+        log_key("note", line, g->key, g->key_len);
+    }
+    free(ta), free(tb), free(line);
 }
 
 /* record stores the host's choice, plan, as g's (plan is alive; v8_mu
@@ -35,7 +41,7 @@ static void record(struct v8_graph *g, void *plan) {
     uint64_t w_plan = 0;
     int ok = v8_plan_choice(plan, &w) == 0;
     if (ok && v8_plan_config_choice(plan, &c) == 0 && !convcache_engine_same(&c, &w)) {
-        if (log_enabled()) log_choices("config and plan read differently", &c, &w, g);
+        if (log_enabled()) log_choices("config and plan read differently", &c, 0, &w, g);
         w_plan = v8_choice_id(&w);
         c.workspace = w.workspace;
         if (convcache_engine_seal(&c) == CONVCACHE_ENGINE_OK) w = c;
@@ -102,7 +108,10 @@ static int decide(struct v8_graph *g, struct v8_shadow *p) {
             return TRY;
         }
         g->phase = G_ASIDE;
-        g->aside_why = !g->heur_seen                 ? "no heuristics results were read through the interposer"
+        g->aside_why = !g->heur_seen ? "no heuristics results were read through the interposer"
+                       : !g->offered && g->reorder_skipped
+                           ? "heuristics results were given in their own order (the host asked for fewer)"
+                       : !g->offered && g->heur_unreadable ? "heuristics offered no stored choice (some unreadable)"
                        : !g->offered                 ? "heuristics offered no stored choice"
                        : g->failed                   ? "a stored choice failed to finalize"
                        : g->stored_plans == 0        ? "a stored choice was offered; the host kept no plan of it"
@@ -151,7 +160,8 @@ cudnnStatus_t v8_execute(cudnnHandle_t h, void *plan, void *pack) {
          * substitute another engine). */
         convcache_engine_choice have;
         matches = v8_plan_choice(plan, &have) == 0 && v8_choices_runs(&stored, idx, &have);
-        if (!matches && log_enabled()) log_choices("served plan reads differently", &stored.c[idx], &have, g);
+        if (!matches && log_enabled())
+            log_choices("served plan reads differently", &stored.c[idx], stored.plan_id[idx], &have, g);
     }
     if (st == CUDNN_STATUS_SUCCESS) st = r->execute(h, plan, pack);
 
@@ -193,7 +203,8 @@ int v8_destroying(void *desc) {
     pthread_mutex_lock(&v8_mu);
     struct v8_shadow *s = v8_shadow_get(desc);
     if (s && s->type == CUDNN_BACKEND_ENGINECFG_DESCRIPTOR && s->holds > 0) {
-        /* A deferred plan still names it: cuDNN's destroy waits for it. */
+        /* A deferred plan still names it, or it is being read: cuDNN's
+         * destroy waits. */
         s->destroy_pending = 1;
         pthread_mutex_unlock(&v8_mu);
         return 0;

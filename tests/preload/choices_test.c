@@ -50,6 +50,10 @@ int main(void) {
 
     /* A choice whose plan read otherwise: "CCV2", the digest kept through
      * a merge, and only a plan that reads as recorded is served. */
+    /* The digest is part of the stored format: FNV-1a 64 over the engine
+     * (8 bytes), the knob count (4) and each knob's type (4) and value (8),
+     * little-endian; pinned here (computed independently in Python). */
+    CHECK(v8_choice_id(&a) == 0x9105db75ef618bc1ull && v8_choice_id(&(convcache_engine_choice){0}) == 0x5467b0da1d106495ull);
     uint64_t id = v8_choice_id(&a_plan);
     CHECK(id != 0 && id != v8_choice_id(&a));
     memset(&l, 0, sizeof l);

@@ -19,8 +19,10 @@
 #      execute of the stored choice, and the filters the program has,
 #      named in V8_FILTERS, such as --deterministic and --no-tf32)
 #      completes, every shape with a plan whose output is that plan's; a
-#      run 3 under the same change is served again (one plan timed), but
-#      for a cuDNN that substitutes engines (never served);
+#      run 3 under the same change is served again (one plan timed), a
+#      cuDNN whose plans run other knobs than their configs too (what the
+#      plan ran is stored beside the choice), and run 4 without that
+#      substitution stands aside, then is served;
 #   3. 4 processes started together on a fresh file, and 4 threads in one
 #      process, benchmark each shape once between them;
 #   4. strict mode: a known shape builds and times only its stored plan; a
@@ -121,16 +123,16 @@ cp "$CONVCACHE_PATH" "$T/known.ccdb"
 # change NAME [VAR=VALUE...] [-- ARGS...]: run 2 and run 3 under a change,
 # each on a copy of run 1's file. Run 2 completes, every shape with a valid
 # plan; run 3 is served (the host's new choice was stored beside the old or
-# instead of it) unless NAME ends in "!" (a cuDNN whose plans run another
-# engine than their config says is never served: each run benchmarks).
+# instead of it). NAME ending in "!": the outputs are not noted (a plan's
+# tag is its config's, which is not what runs under substitution).
 # $aside_want: "all" when every shape must have stood aside in run 2, "some"
 # when at least one, "" when the change need not touch any. $why_want: the
 # reason the interposer's log (CONVCACHE_PRELOAD_LOG=1) must give for a
 # shape that stood aside.
 change() {
     name=${1%!}
-    must_serve=1
-    [ "$name" = "$1" ] || must_serve=0
+    noting=1
+    [ "$name" = "$1" ] || noting=0
     shift
     cp "$T/known.ccdb" "$T/$name.ccdb"
     export CONVCACHE_PATH="$T/$name.ccdb"
@@ -139,8 +141,7 @@ change() {
         ! grep -q "^convcache-preload: v8 stood aside built [0-9]* timed [0-9]* refused [0-9]* ($why_want) key" "$T/$name.err"; then
         bad "$name: the log does not say why a shape stood aside ($why_want): $(grep 'stood aside built' "$T/$name.err" | head -2)"
     fi
-    # (under substitution a plan's tag is its config's, not what it runs)
-    [ "$must_serve" = 0 ] || note "$name"
+    [ "$noting" = 0 ] || note "$name"
     aside=$(timed "$T/$name.txt" | awk '$2 > 1' | wc -l)
     all=$(timed "$T/$name.txt" | wc -l)
     case "$aside_want" in
@@ -148,10 +149,8 @@ change() {
     some) [ "$aside" -gt 0 ] || bad "$name: no shape stood aside: the change touched nothing" ;;
     esac
     if ! run "$name-again" "$@"; then bad "$name: run 3 failed: $(tail -3 "$T/$name-again.err")"; return; fi
-    [ "$must_serve" = 0 ] || note "$name-again"
-    if [ "$must_serve" = 0 ]; then
-        ok "$name: completes ($aside of $all shapes benchmarked; built/timed $(counts "$T/$name.txt")), and again"
-    elif served "$T/$name-again.txt"; then
+    [ "$noting" = 0 ] || note "$name-again"
+    if served "$T/$name-again.txt"; then
         ok "$name: completes ($aside of $all shapes benchmarked; built/timed $(counts "$T/$name.txt")); run 3 is served ($(counts "$T/$name-again.txt"))"
     else
         bad "$name: run 3 is not served: $(counts "$T/$name-again.txt")"
@@ -203,6 +202,21 @@ elif served "$T/reread2.txt" && same_plans "$T/reread1.txt" "$T/reread2.txt"; th
     ok "reread: plans that read otherwise than their configs are served, run 1's, same outputs ($(counts "$T/reread2.txt"))"
 else
     bad "reread: run 2 is not run 1's choices served: run 1 $(counts "$T/reread1.txt"); run 2 $(counts "$T/reread2.txt")"
+fi
+# The same file where plans read as their configs again: what the stored
+# plans read as has changed, so each shape stands aside, and is served after.
+run reread3 CONVCACHE_PRELOAD_LOG=1 || bad "reread: run 3 failed: $(tail -3 "$T/reread3.err")"
+run reread4 || bad "reread: run 4 failed: $(tail -3 "$T/reread4.err")"
+note reread3
+note reread4
+aside=$(timed "$T/reread3.txt" | awk '$2 > 1' | wc -l)
+if [ "$aside" -eq 0 ] ||
+    ! grep -q "stood aside built [0-9]* timed [0-9]* refused [0-9]* (the stored choice's plan runs another engine or knobs than stored)" "$T/reread3.err"; then
+    bad "reread: plans that read otherwise than stored were served ($(counts "$T/reread3.txt"))"
+elif served "$T/reread4.txt"; then
+    ok "reread: then plans that read as their configs stand aside ($aside shapes), and are served after ($(counts "$T/reread4.txt"))"
+else
+    bad "reread: run 4 is not served: $(counts "$T/reread4.txt")"
 fi
 
 # ---- 3. Single flight: 4 processes together, and 4 threads.
