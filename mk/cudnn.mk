@@ -67,7 +67,7 @@ $(STANDIN_DIR)/v8_prog: tests/preload/v8_prog.c bench/gpu/conv_graph.h $(BUILD)/
 	  -l:libcudart.so.13 -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
 
 # The interposer's stored value, its code compiled in alone.
-$(STANDIN_DIR)/choices_test: tests/preload/choices_test.c cudnn/preload/v8_choices.c cudnn/engine/record.c \
+$(STANDIN_DIR)/choices_test: tests/preload/choices_test.c tests/check_plain.h cudnn/preload/v8_choices.c cudnn/engine/record.c \
   $(PRELOAD_HDR)
 	@mkdir -p $(STANDIN_DIR)
 	$(CC) $(CFLAGS) -Iinclude -Icudnn/engine -Icudnn/preload -o $@ $< cudnn/preload/v8_choices.c \

@@ -55,7 +55,7 @@ $(V8_DIR)/test_engine $(V8_DIR)/test_shared: $(V8_DIR)/%: tests/v8/%.c $(V8_TEST
 	$(CC) $(CFLAGS) $(V8_INC) -o $@ $< $(ENGINE_A) $(V8_STANDIN_LINK) $(LINK_CC)
 
 # The engine code compiled in, against a fake backend (cce_backend_use).
-$(V8_DIR)/test_knob_reads: tests/v8/test_knob_reads.c $(ENGINE_SRC) $(ENGINE_HDR)
+$(V8_DIR)/test_knob_reads: tests/v8/test_knob_reads.c tests/check_plain.h $(ENGINE_SRC) $(ENGINE_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Iinclude -Icudnn/engine -o $@ $< $(ENGINE_SRC) -ldl -lpthread
 

@@ -126,9 +126,9 @@ if [ "$standin" = 1 ]; then
 elif ! "$PYTHON" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
     echo "skipped: $PYTHON cannot import torch with CUDA" > "$out/torch_skipped"
 else
-    # Twice: the first process on a machine also fills the driver's and
-    # cuDNN's caches of compiled kernels, so the second is the fair
-    # baseline for a warm run under convcache.
+    # Twice: the first process on a fresh machine was 4x slower than the
+    # second (one-off work, probably kernel caches being filled), so the
+    # second is the fair baseline for a warm run under convcache.
     env -u TORCH_CUDNN_V8_API_DISABLED "$PYTHON" "$here/torch_step.py" > "$out/torch_default.txt"
     env -u TORCH_CUDNN_V8_API_DISABLED "$PYTHON" "$here/torch_step.py" > "$out/torch_default2.txt"
     # CONVCACHE_VERBOSE=1: the interposer's summary line (finds, hits, misses)

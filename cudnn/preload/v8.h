@@ -73,9 +73,9 @@ size_t v8_choices_encode(const struct v8_choices *l, void *out, size_t cap);
  * knobs, or -1. */
 int v8_choices_find(const struct v8_choices *l, const convcache_engine_choice *c);
 
-/* v8_choices_runs reports whether plan (what a plan read as) is what
- * choice i's plans run: its recorded plan_id, else the choice itself. */
-int v8_choices_runs(const struct v8_choices *l, int i, const convcache_engine_choice *plan);
+/* v8_choice_runs reports whether plan (what a plan read as) is what the
+ * plans of choice c run: as recorded in plan_id, else (0) c itself. */
+int v8_choice_runs(const convcache_engine_choice *c, uint64_t plan_id, const convcache_engine_choice *plan);
 
 /* v8_choices_merge is the list to store after the host chose w (its
  * plan reading as w_plan, 0 when as w):

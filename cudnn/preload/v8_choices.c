@@ -86,8 +86,8 @@ int v8_choices_find(const struct v8_choices *l, const convcache_engine_choice *c
     return -1;
 }
 
-int v8_choices_runs(const struct v8_choices *l, int i, const convcache_engine_choice *plan) {
-    return l->plan_id[i] ? v8_choice_id(plan) == l->plan_id[i] : convcache_engine_same(&l->c[i], plan);
+int v8_choice_runs(const convcache_engine_choice *c, uint64_t plan_id, const convcache_engine_choice *plan) {
+    return plan_id ? v8_choice_id(plan) == plan_id : convcache_engine_same(c, plan);
 }
 
 void v8_choices_merge(const struct v8_choices *old, unsigned drop, const convcache_engine_choice *w,

@@ -38,10 +38,10 @@ static const char *const phase_names[] = {"not a benchmark", "served", "stood as
 
 void v8_close_window(struct v8_graph *g) {
     if (g->phase != G_DONE && g->executed && log_enabled()) {
+        const char *why = g->phase == G_ASIDE ? g->aside_why : NULL;
         char what[256];
         snprintf(what, sizeof what, "built %d timed %d refused %d%s%s%s", g->built, g->ran, g->refused,
-                 g->phase == G_ASIDE && g->aside_why ? " (" : "", g->phase == G_ASIDE && g->aside_why ? g->aside_why : "",
-                 g->phase == G_ASIDE && g->aside_why ? ")" : "");
+                 why ? " (" : "", why ? why : "", why ? ")" : "");
         log_key(phase_names[g->phase], what, g->key, g->key_len);
     }
     g->phase = G_DONE;

@@ -96,14 +96,20 @@ cudnnStatus_t v8_plan_finalize(void *plan) {
     return st;
 }
 
+/* unhold lets go of one hold on engine config cfg (v8_mu held); it
+ * returns cfg when the host's destroy of it, asked for meanwhile, is now
+ * due (the caller makes it, v8_mu released), else NULL. */
+static void *unhold(void *cfg) {
+    struct v8_shadow *c = v8_shadow_get(cfg);
+    if (!c || --c->holds > 0 || !c->destroy_pending) return NULL;
+    v8_shadow_drop(cfg);
+    return cfg;
+}
+
 void *v8_plan_release(struct v8_shadow *p) {
     if (!p->deferred) return NULL;
     p->deferred = 0;
-    struct v8_shadow *c = v8_shadow_get(p->cfg);
-    if (!c || --c->holds > 0 || !c->destroy_pending) return NULL;
-    void *cfg = c->desc;
-    v8_shadow_drop(cfg);
-    return cfg;
+    return unhold(p->cfg);
 }
 
 cudnnStatus_t v8_plan_materialize(void *plan) {
@@ -176,10 +182,8 @@ int v8_plan_config_choice(void *plan, convcache_engine_choice *out) {
     if (!cfg) return -1;
     int rc = cce_config_choice(cfg, out, NULL) == CONVCACHE_ENGINE_OK ? 0 : -1;
     pthread_mutex_lock(&v8_mu);
-    c = v8_shadow_get(cfg);
-    int destroy = c && --c->holds == 0 && c->destroy_pending;
-    if (destroy) v8_shadow_drop(cfg);
+    void *due = unhold(cfg);
     pthread_mutex_unlock(&v8_mu);
-    if (destroy) v8_real()->destroy(cfg);
+    if (due) v8_real()->destroy(due);
     return rc;
 }

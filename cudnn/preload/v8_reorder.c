@@ -62,7 +62,7 @@ static int identify(const struct v8_choices *stored, void **cfg, int64_t n, int 
 
 /* read_results reads heur's results into fresh scratch configs and says
  * which stored choice each is (and how many could not be read, into
- * *unreadable); returns their count, or -1. */
+ * *unreadable unless NULL); returns their count, or -1. */
 static int64_t read_results(void *heur, const struct v8_choices *stored, int **which, int *unreadable) {
     const struct v8_real *r = v8_real();
     int64_t n = -1, got = -1;
@@ -75,12 +75,15 @@ static int64_t read_results(void *heur, const struct v8_choices *stored, int **w
     int64_t made = 0;
     while (scratch && made < n && r->create(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &scratch[made]) == CUDNN_STATUS_SUCCESS)
         made++;
-    if (*which && made == n &&
-        (n == 0 || (r->get(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, n, &got, scratch) ==
-                        CUDNN_STATUS_SUCCESS && got == n)))
-        *unreadable = identify(stored, scratch, n, *which);
-    else
+    int filled = *which && made == n &&
+                 (n == 0 || (r->get(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, n, &got,
+                                    scratch) == CUDNN_STATUS_SUCCESS && got == n));
+    if (filled) {
+        int u = identify(stored, scratch, n, *which);
+        if (unreadable) *unreadable = u;
+    } else {
         n = -1;
+    }
     for (int64_t i = 0; i < made; i++) r->destroy(scratch[i]);
     free(scratch);
     if (n < 0) {
@@ -96,14 +99,14 @@ static void fallback_for(void *graph, const struct v8_choices *stored, struct v8
     const struct v8_real *r = v8_real();
     void *fb = NULL;
     cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_FALLBACK;
-    int *which = NULL, unreadable = 0;
+    int *which = NULL;
     if (!graph || r->create(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &fb) != CUDNN_STATUS_SUCCESS) return;
     int64_t m = -1;
     if (r->set(fb, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph) ==
             CUDNN_STATUS_SUCCESS &&
         r->set(fb, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode) == CUDNN_STATUS_SUCCESS &&
         r->finalize(fb) == CUDNN_STATUS_SUCCESS)
-        m = read_results(fb, stored, &which, &unreadable);
+        m = read_results(fb, stored, &which, NULL);
     for (int j = 0; j < stored->n && !hp->fb; j++)
         for (int64_t i = 0; i < m; i++)
             if (which[i] == j) {

@@ -138,8 +138,9 @@ cudnnStatus_t v8_execute(cudnnHandle_t h, void *plan, void *pack) {
     }
     int what = decide(g, p);
     int idx = g->candidate_idx;
-    struct v8_choices stored = {0};
-    if (what == TRY) stored = g->stored;
+    convcache_engine_choice want = {0};
+    uint64_t want_plan = 0;
+    if (what == TRY) want = g->stored.c[idx], want_plan = g->stored.plan_id[idx];
     v8_graph_ref(g);
     pthread_mutex_unlock(&v8_mu);
 
@@ -159,9 +160,9 @@ cudnnStatus_t v8_execute(cudnnHandle_t h, void *plan, void *pack) {
          * that runs what its plan ran when it was stored (a cuDNN may
          * substitute another engine). */
         convcache_engine_choice have;
-        matches = v8_plan_choice(plan, &have) == 0 && v8_choices_runs(&stored, idx, &have);
+        matches = v8_plan_choice(plan, &have) == 0 && v8_choice_runs(&want, want_plan, &have);
         if (!matches && log_enabled())
-            log_choices("served plan reads differently", &stored.c[idx], stored.plan_id[idx], &have, g);
+            log_choices("served plan reads differently", &want, want_plan, &have, g);
     }
     if (st == CUDNN_STATUS_SUCCESS) st = r->execute(h, plan, pack);
 

@@ -8,15 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../check_plain.h"
 #include "v8.h"
-
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-            exit(1);                                                                 \
-        }                                                                            \
-    } while (0)
 
 static convcache_engine_choice choice(int64_t engine, int32_t type, int64_t value) {
     convcache_engine_choice c;
@@ -46,7 +39,7 @@ int main(void) {
     memcpy(&magic, v, 4);
     CHECK(n1 == 8 + 2 * sizeof a && magic == V8_VALUE_MAGIC);
     CHECK(v8_choices_decode(v, n1, &got) == 0 && got.n == 2 && got.plan_id[0] == 0 && got.plan_id[1] == 0);
-    CHECK(v8_choices_runs(&got, 0, &a) && !v8_choices_runs(&got, 0, &a_plan));
+    CHECK(v8_choice_runs(&got.c[0], got.plan_id[0], &a) && !v8_choice_runs(&got.c[0], got.plan_id[0], &a_plan));
 
     /* A choice whose plan read otherwise: "CCV2", the digest kept through
      * a merge, and only a plan that reads as recorded is served. */
@@ -65,8 +58,8 @@ int main(void) {
     CHECK(n2 == 8 + 2 * (sizeof a + 8) && magic == V8_VALUE_MAGIC2);
     CHECK(v8_choices_decode(v, n2, &got) == 0 && got.n == 2 && got.plan_id[0] == id && got.plan_id[1] == 0);
     CHECK(v8_choices_find(&got, &a) == 0 && v8_choices_find(&got, &a_plan) == -1);
-    CHECK(v8_choices_runs(&got, 0, &a_plan) && !v8_choices_runs(&got, 0, &a));
-    CHECK(v8_choices_runs(&got, 1, &b));
+    CHECK(v8_choice_runs(&got.c[0], got.plan_id[0], &a_plan) && !v8_choice_runs(&got.c[0], got.plan_id[0], &a));
+    CHECK(v8_choice_runs(&got.c[1], got.plan_id[1], &b));
     /* The host chose a again, its plan now reading as a itself. */
     v8_choices_merge(&got, 0, &a, 0, &l);
     CHECK(l.n == 2 && convcache_engine_same(&l.c[1], &a) && l.plan_id[1] == 0 && l.plan_id[0] == 0);

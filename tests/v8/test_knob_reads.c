@@ -13,15 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../check_plain.h"
 #include "engine.h"
-
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-            exit(1);                                                                 \
-        }                                                                            \
-    } while (0)
 
 enum { REPORT_WRITTEN, REPORT_TOTAL, REPORT_ONE_MORE };
 
