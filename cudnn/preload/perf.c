@@ -57,6 +57,8 @@ cudnnStatus_t cudnn_not_supported(void) {
     return cudnn_before_9() ? CUDNN_STATUS_NOT_SUPPORTED_V8 : CUDNN_STATUS_NOT_SUPPORTED;
 }
 
+cudnnStatus_t cudnn_bad_param(void) { return cudnn_before_9() ? CUDNN_STATUS_BAD_PARAM_V8 : CUDNN_STATUS_BAD_PARAM; }
+
 static int known_status(int s) {
     if (s == CUDNN_STATUS_SUCCESS) return 1;
     if (cudnn_before_9()) return s >= 1 && s <= CUDNN_STATUS_VERSION_MISMATCH_V8;

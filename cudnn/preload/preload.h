@@ -43,6 +43,7 @@ typedef struct CUstream_st *CUstream;
 
 #define CUDNN_STATUS_SUCCESS 0
 #define CUDNN_STATUS_NOT_INITIALIZED 1001
+#define CUDNN_STATUS_BAD_PARAM 2000
 #define CUDNN_STATUS_NOT_SUPPORTED 3000
 #ifndef CUDNN_DIM_MAX
 #define CUDNN_DIM_MAX 8
@@ -63,6 +64,7 @@ typedef struct CUstream_st *CUstream;
 #define CC_STATUS_V9_MAX 5999
 /* cuDNN 8 (not checked: the headers are cuDNN 9's). */
 #define CUDNN_STATUS_NOT_SUPPORTED_V8 9
+#define CUDNN_STATUS_BAD_PARAM_V8 3
 #define CUDNN_STATUS_VERSION_MISMATCH_V8 14 /* its last status */
 
 /* cudnnConvolution{Fwd,BwdData,BwdFilter}AlgoPerf_t share this layout. */
@@ -218,8 +220,10 @@ int perf_to_store(const struct call *c, const cc_perf *src, int n, cc_perf *dst)
 /* perf_success_ms sums the times of the successful results. */
 double perf_success_ms(const cc_perf *p, int n);
 
-/* cudnn_not_supported is CUDNN_STATUS_NOT_SUPPORTED of the loaded cuDNN. */
+/* cudnn_not_supported is CUDNN_STATUS_NOT_SUPPORTED of the loaded cuDNN,
+ * cudnn_bad_param CUDNN_STATUS_BAD_PARAM. */
 cudnnStatus_t cudnn_not_supported(void);
+cudnnStatus_t cudnn_bad_param(void);
 
 /* ---- counters and the exit summary (counters.c) ------------------------- */
 

@@ -36,10 +36,6 @@ struct v8_real {
 /* v8_real returns the real backend functions, all present, or NULL. */
 const struct v8_real *v8_real(void);
 
-/* Graphs whose plans' executes must be looked at; 0 lets every execute
- * through at the cost of one load. */
-extern int v8_watching;
-
 /* ---- stored choices (v8_choices.c) -------------------------------------- */
 
 #define V8_MAX_CHOICES 4
@@ -55,6 +51,7 @@ extern int v8_watching;
  * (v8_choice_id), or 0 when the same. */
 struct v8_choices {
     int n;
+    int dropped; /* n 0: the choice last served failed after timing (stand aside) */
     convcache_engine_choice c[V8_MAX_CHOICES];
     uint64_t plan_id[V8_MAX_CHOICES];
 };
@@ -77,7 +74,9 @@ int v8_choices_find(const struct v8_choices *l, const convcache_engine_choice *c
  * plans of choice c run: as recorded in plan_id, else (0) c itself. */
 int v8_choice_runs(const convcache_engine_choice *c, uint64_t plan_id, const convcache_engine_choice *plan);
 
-/* v8_choices_merge is the list to store after the host chose w (its
+/* v8_choices_merge is the list to store after the host chose w (w NULL:
+ * the choice served failed in the host's run after timing, and the list
+ * to store is the "dropped" one) (its
  * plan reading as w_plan, 0 when as w):
  * stored choices in drop (a bit per index: failed to finalize or run, or
  * no longer offered by heuristics) go; those the host did not build (its
@@ -90,43 +89,55 @@ void v8_choices_merge(const struct v8_choices *old, unsigned drop, const convcac
 
 struct v8_graph;
 
-/* What the interposer knows of one live descriptor it tracks. */
+/* What the interposer knows of one live descriptor it tracks. The common
+ * part comes first; the part after it depends on the type and is allocated
+ * only for the types that use it (v8_shadow.c), so that the many tensors
+ * of a host cost little. */
 struct v8_shadow {
     void *desc;
-    int type;
-    int finalized;
-    /* Tensor, convolution and convolution operation: the attributes as set,
-     * encoded (v8_key.c); bad when one cannot be keyed. */
-    unsigned char *attrs;
-    size_t attrs_len;
-    int bad;
-    /* Graph: its handle and the one operation it may hold, encoded; the
-     * operation's descriptor type. */
-    cudnnHandle_t handle;
-    int op_type;
-    int nops;
+    struct v8_shadow *next; /* in its bucket */
     /* The graph this descriptor belongs to (graph, heuristics, engine,
      * engine config, plan), counted in its refs. */
     struct v8_graph *g;
-    int heur_mode;   /* heuristics: its mode, its graph, how its results are given */
-    void *graph_desc;
-    struct v8_heur_plan *heur_plan;
-    int stored;      /* engine config, plan: index of the stored choice it is, -1 none */
-    /* Plan: executes that reached cuDNN and succeeded, refused executes;
-     * its engine config; deferred: finalized for the host, not yet in
-     * cuDNN (v8_plans.c), with the workspace its config reported; blocked:
-     * the status every execute gets (its finalize failed late, or it needs
-     * more workspace than the host was told). */
-    long long ok_runs, refused;
-    void *cfg;
-    int deferred;
-    int64_t reported_ws;
-    cudnnStatus_t blocked;
-    /* Engine config: deferred plans built from it and readers of it
-     * (v8_plan_config_choice), and whether the host destroyed it meanwhile
-     * (cuDNN's destroy waits for them). */
-    int holds, destroy_pending;
-    struct v8_shadow *next;
+    /* Tensor, convolution, operation and graph: the attributes as set,
+     * encoded (v8_key.c); bad when one cannot be keyed. */
+    unsigned char *attrs;
+    uint32_t attrs_len;
+    uint8_t type;
+    uint8_t finalized : 1, bad : 1;
+    /* Plan: counted in the execute filter (v8_watch.c); deferred:
+     * finalized for the host, not yet in cuDNN (v8_plans.c), and being
+     * made real by one thread (materializing). Engine
+     * config: the host destroyed it while a deferred plan or a reader
+     * still needed it (cuDNN's destroy waits); any later call on it is
+     * answered as for a destroyed descriptor. */
+    uint8_t watched : 1, deferred : 1, materializing : 1, destroy_pending : 1;
+    int8_t stored; /* engine config, plan: index of the stored choice it is, -1 none */
+    union {
+        struct { /* graph: its handle and its one operation, encoded */
+            cudnnHandle_t handle;
+            int op_type, nops;
+        };
+        struct { /* heuristics: its mode, its graph, how its results are given */
+            void *graph_desc;
+            struct v8_heur_plan *heur_plan;
+            int heur_mode;
+        };
+        struct { /* engine config: deferred plans built from it and readers of it */
+            int holds;
+        };
+        struct { /* plan */
+            /* executes that reached cuDNN and succeeded, refused executes */
+            long long ok_runs, refused;
+            void *cfg;           /* its engine config */
+            int64_t reported_ws; /* deferred: the workspace its config reported */
+            /* the status every execute gets (its finalize failed late, or
+             * it needs more workspace than the host was told) */
+            cudnnStatus_t blocked;
+            /* the finalized plans of g, in a list (v8_shadow_plans) */
+            struct v8_shadow *gnext, **gprev;
+        };
+    };
 };
 
 /* One mutex guards every shadow and graph. It is never held across a
@@ -137,6 +148,9 @@ extern pthread_mutex_t v8_mu;
 
 /* v8_shadow_get returns desc's shadow or NULL (v8_mu held). */
 struct v8_shadow *v8_shadow_get(const void *desc);
+/* v8_shadow_typed is the same for a descriptor of type only: the typed
+ * part of a shadow is read through it. */
+struct v8_shadow *v8_shadow_typed(const void *desc, int type);
 /* v8_shadow_tracked_type reports whether descriptors of type get a shadow. */
 int v8_shadow_tracked_type(int type);
 /* v8_shadow_add tracks a new descriptor (v8_mu held); silently does
@@ -145,9 +159,43 @@ int v8_shadow_tracked_type(int type);
 void v8_shadow_add(void *desc, int type);
 /* v8_shadow_drop forgets desc (v8_mu held), dropping its graph reference. */
 void v8_shadow_drop(const void *desc);
-/* v8_shadow_plan_of finds a finalized plan of g other than except (v8_mu
- * held; a walk of the whole table: once per graph at most). */
-struct v8_shadow *v8_shadow_plan_of(const struct v8_graph *g, const void *except);
+/* v8_shadow_plan_join puts plan p on its graph's list of finalized plans,
+ * v8_shadow_plan_leave takes it off (v8_mu held; each at most once). */
+void v8_shadow_plan_join(struct v8_shadow *p);
+void v8_shadow_plan_leave(struct v8_shadow *p);
+/* v8_shadow_live counts the live shadows (v8_mu held). */
+long v8_shadow_live(void);
+
+/* ---- the execute filter (v8_watch.c) ------------------------------------ */
+
+/* Executes of the plans that need a look (a plan of a graph being
+ * benchmarked, a deferred or blocked plan) go through v8_execute; every
+ * other execute goes straight to cuDNN after v8_watched, one load. It is a
+ * counting filter over plan addresses: a plan that shares a slot with a
+ * watched one takes the slow path too (and is then let through), never the
+ * other way round. */
+#define V8_WATCH_BITS 16
+extern unsigned v8_watch_slots[1u << V8_WATCH_BITS];
+
+static inline unsigned v8_watch_slot(const void *plan) {
+    uint64_t v = (uint64_t)(uintptr_t)plan;
+    v ^= v >> 17;
+    v *= 0x9E3779B97F4A7C15ull;
+    return (unsigned)(v >> (64 - V8_WATCH_BITS));
+}
+
+static inline int v8_watched(const void *plan) {
+    return __atomic_load_n(&v8_watch_slots[v8_watch_slot(plan)], __ATOMIC_RELAXED) != 0;
+}
+
+/* v8_watch and v8_unwatch put a plan in and out of the filter (v8_mu
+ * held; idempotent: the shadow's watched bit says). */
+void v8_watch(struct v8_shadow *p);
+void v8_unwatch(struct v8_shadow *p);
+/* v8_watch_update sets p's place in the filter from its state: watched
+ * while its graph is benchmarked and it may still need deciding, or while
+ * it is deferred or blocked (v8_mu held). */
+void v8_watch_update(struct v8_shadow *p);
 
 /* ---- keys (v8_key.c) ---------------------------------------------------- */
 
@@ -173,7 +221,6 @@ enum {
 struct v8_lease;
 
 struct v8_graph {
-    pthread_mutex_t mu;
     int refs;
     unsigned char *key;
     size_t key_len;
@@ -182,10 +229,9 @@ struct v8_graph {
     struct v8_choices stored;
     unsigned offered;     /* stored choices heuristics offered */
     unsigned failed;      /* stored choices that failed to finalize, run or match */
-    int leading;          /* this graph's benchmark holds the lease */
     struct v8_lease *lease;
     int phase;
-    int watching;         /* counted in v8_watching */
+    struct v8_shadow *plan_list; /* its finalized plans (v8_shadow_plan_join) */
     void *candidate;      /* G_SERVING: the plan that serves */
     int candidate_idx;
     int plans;            /* finalized plans alive */
@@ -199,6 +245,7 @@ struct v8_graph {
     int built, ran, refused; /* plans finalized, plans run (timed), executes refused */
     int deferred;            /* plans whose finalize was deferred */
     const char *aside_why;   /* G_ASIDE: why, for the log (a static string) */
+    int earnest;             /* G_SERVING: timing is over; the candidate's next run is in earnest */
 };
 
 /* Hooks, called by v8_calls.c around the real calls, v8_mu not held. */
@@ -206,8 +253,9 @@ void v8_graph_finalized(void *graph);      /* after a successful finalize */
 void v8_heur_finalized(void *heur);        /* after a successful finalize; may wait */
 cudnnStatus_t v8_execute(cudnnHandle_t h, void *plan, void *pack);
 /* v8_destroying runs before the real destroy, and reports whether cuDNN's
- * destroy is to happen now (0: a deferred plan still needs the config). */
-int v8_destroying(void *desc);
+ * destroy is to happen now; if not (a deferred plan still needs the
+ * config, or the host destroyed it already), *st is the host's answer. */
+int v8_destroying(void *desc, cudnnStatus_t *st);
 
 /* Plans (v8_plans.c): finalizing one (strict refusal, deferral), reading
  * a deferred one (1: answered), making a deferred one real before it
@@ -216,15 +264,33 @@ cudnnStatus_t v8_plan_finalize(void *plan);
 int v8_plan_get(void *plan, int name, int type, int64_t requested, int64_t *count, void *elements,
                 cudnnStatus_t *st);
 cudnnStatus_t v8_plan_materialize(void *plan);
+/* v8_config_destroy_pending marks engine config c destroyed by the host
+ * while cuDNN's destroy of it waits (v8_mu held); 1 if it was already. */
+int v8_config_destroy_pending(struct v8_shadow *c);
+/* v8_names_destroyed reports whether a call on desc, with these elements,
+ * names an engine config the host destroyed (whose cuDNN destroy waits):
+ * cuDNN would answer it as for any destroyed descriptor. v8_mu not held;
+ * one load when there is none. */
+int v8_names_destroyed(const void *desc, int type, int64_t count, const void *elements);
 /* v8_plan_release lets go of a deferred plan's config (v8_mu held); it
  * returns the config when cuDNN's destroy of it, asked for meanwhile, is
  * now due (the caller makes it, v8_mu released), else NULL. */
 void *v8_plan_release(struct v8_shadow *p);
 
-/* References and the end of watching (v8_mu held). */
+/* References and the end of watching (v8_mu held). v8_close_window ends
+ * the benchmark window: nothing is refused or learnt any more, and the
+ * graph's plans leave the execute filter but for deferred and blocked ones. */
 void v8_graph_ref(struct v8_graph *g);
 void v8_graph_unref(struct v8_graph *g);
 void v8_close_window(struct v8_graph *g);
+/* v8_graph_open reports whether g's window is open. */
+static inline int v8_graph_open(const struct v8_graph *g) { return g && g->phase != G_DONE; }
+
+/* v8_moved_on is called when this thread starts on graph g (a graph or
+ * heuristics finalized, a plan of it executed; g NULL: an unknown one): the
+ * window of a graph this thread was timing closes, since a timing loop does
+ * not leave its graph before it ends (v8_mu held). */
+void v8_moved_on(struct v8_graph *g);
 
 /* v8_plan_choice reads the choice a plan runs (engine code): 0 or -1. */
 int v8_plan_choice(void *plan, convcache_engine_choice *out);
@@ -257,8 +323,15 @@ int v8_lease_take(convcache_handle *cache, const unsigned char *key, size_t key_
                   struct v8_lease **out, unsigned char *value, size_t cap, size_t *len);
 
 /* v8_lease_finish hands the value to store (NULL: store nothing) and lets
- * the waiters go. The lease is freed by whichever side finishes last. */
-void v8_lease_finish(struct v8_lease *l, const void *value, size_t len);
+ * the waiters go. The lease is freed by whichever side finishes last. It
+ * reports whether the value was taken to be stored; 0 for a value means
+ * the builder stopped waiting (the host made no progress for a while, or
+ * the build timeout passed), and the caller stores it itself. */
+int v8_lease_finish(struct v8_lease *l, const void *value, size_t len);
+
+/* v8_lease_progress notes a call of the host's on g beginning (delta 1)
+ * or ending (-1), when g holds a lease (v8_mu held). */
+void v8_lease_progress(struct v8_graph *g, int delta);
 
 /* ---- counters ------------------------------------------------------------ */
 

@@ -5,9 +5,9 @@
  * call cuDNN would refuse is refused by cuDNN.
  *
  * What a call costs the host:
- *   - cudnnBackendExecute with no benchmark being watched: one load, then
- *     the real call (the warm path: PyTorch's own map answers and only
- *     executes reach cuDNN);
+ *   - cudnnBackendExecute of a plan that needs no look (v8_watch.c): a
+ *     hash of its address and one load, then the real call (the warm path:
+ *     PyTorch's own map answers and only executes reach cuDNN);
  *   - create, set, get, finalize, destroy: the real call, plus a lookup in
  *     the shadow table under one mutex for the descriptor types that make
  *     up a convolution graph and its plans (v8_shadow.c).
@@ -87,7 +87,8 @@ EXPORT cudnnStatus_t cudnnBackendDestroyDescriptor(cudnnBackendDescriptor_t desc
     REAL_OR(CUDNN_STATUS_NOT_INITIALIZED);
     if (in_real || library_forked()) return r->destroy(desc);
     in_real++;
-    cudnnStatus_t st = v8_destroying(desc) ? r->destroy(desc) : CUDNN_STATUS_SUCCESS;
+    cudnnStatus_t st;
+    if (v8_destroying(desc, &st)) st = r->destroy(desc);
     in_real--;
     return st;
 }
@@ -142,6 +143,7 @@ EXPORT cudnnStatus_t cudnnBackendSetAttribute(cudnnBackendDescriptor_t desc, cud
                                               const void *elements) {
     REAL_OR(CUDNN_STATUS_NOT_INITIALIZED);
     if (!active()) return r->set(desc, name, type, count, elements);
+    if (v8_names_destroyed(desc, (int)type, count, elements)) return cudnn_bad_param();
     in_real++;
     cudnnStatus_t st = r->set(desc, name, type, count, elements);
     in_real--;
@@ -159,6 +161,7 @@ EXPORT cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const des
                                               int64_t *count, void *elements) {
     REAL_OR(CUDNN_STATUS_NOT_INITIALIZED);
     if (!active()) return r->get(desc, name, type, requested, count, elements);
+    if (v8_names_destroyed(desc, -1, 0, NULL)) return cudnn_bad_param();
     cudnnStatus_t answered;
     in_real++;
     int done = v8_plan_get(desc, (int)name, (int)type, requested, count, elements, &answered);
@@ -172,6 +175,7 @@ EXPORT cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const des
         if (h && h->type == CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR && h->g) {
             g = h->g;
             v8_graph_ref(g);
+            v8_lease_progress(g, 1);
         }
         pthread_mutex_unlock(&v8_mu);
     }
@@ -181,6 +185,7 @@ EXPORT cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const des
     in_real--;
     if (g) {
         pthread_mutex_lock(&v8_mu);
+        v8_lease_progress(g, -1);
         v8_graph_unref(g);
         pthread_mutex_unlock(&v8_mu);
     }
@@ -190,6 +195,7 @@ EXPORT cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const des
 EXPORT cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t desc) {
     REAL_OR(CUDNN_STATUS_NOT_INITIALIZED);
     if (!active()) return r->finalize(desc);
+    if (v8_names_destroyed(desc, -1, 0, NULL)) return cudnn_bad_param();
     pthread_mutex_lock(&v8_mu);
     const struct v8_shadow *s = v8_shadow_get(desc);
     int type = s ? s->type : -1;
@@ -221,7 +227,7 @@ EXPORT cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t desc) {
 
 EXPORT cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t plan,
                                          cudnnBackendDescriptor_t pack) {
-    if (__atomic_load_n(&real_ok, __ATOMIC_ACQUIRE) && !__atomic_load_n(&v8_watching, __ATOMIC_RELAXED))
+    if (__atomic_load_n(&real_ok, __ATOMIC_ACQUIRE) && !v8_watched(plan))
         return real_fns.execute(handle, plan, pack);
     REAL_OR(CUDNN_STATUS_NOT_INITIALIZED);
     if (!active()) return r->execute(handle, plan, pack);

@@ -3,7 +3,7 @@
  *
  *   offset      size        field
  *        0         4        magic "CCV1" or "CCV2" (little-endian)
- *        4         4        n, 1..V8_MAX_CHOICES
+ *        4         4        n, 1..V8_MAX_CHOICES (0: see below)
  *        8     800 * n      n engine choices (convcache_engine.h), most
  *                           preferred first, each checked on its own:
  *                           what the engine config the host built the
@@ -16,7 +16,11 @@
  *                           otherwise than their configs
  *
  * A list whose plans all read as their configs is written as "CCV1", as
- * before "CCV2" existed. A value that breaks any rule is ignored as a
+ * before "CCV2" existed. "CCV1" with n 0 and nothing after it says that
+ * the choice last served failed in the host's run after timing
+ * (v8_serve.c): the next process stands aside and benchmarks in full, and
+ * its choice replaces the value. (An interposer older than this reads it
+ * as damaged, and does the same.) A value that breaks any rule is ignored as a
  * whole: the graph is then benchmarked as if new, and the value replaced.
  */
 #include <string.h>
@@ -49,6 +53,10 @@ int v8_choices_decode(const void *value, size_t len, struct v8_choices *out) {
     memcpy(&magic, p, 4);
     memcpy(&n, p + 4, 4);
     int ids = magic == V8_VALUE_MAGIC2;
+    if (magic == V8_VALUE_MAGIC && n == 0 && len == 8) {
+        out->dropped = 1;
+        return 0;
+    }
     if ((magic != V8_VALUE_MAGIC && !ids) || n < 1 || n > V8_MAX_CHOICES ||
         len != 8 + n * REC + (ids ? 8 * (size_t)n : 0))
         return -1;
@@ -66,6 +74,11 @@ bad:
 }
 
 size_t v8_choices_encode(const struct v8_choices *l, void *out, size_t cap) {
+    if (l->n == 0 && l->dropped && cap >= 8) {
+        uint32_t head[2] = {V8_VALUE_MAGIC, 0};
+        memcpy(out, head, 8);
+        return 8;
+    }
     if (l->n < 1 || l->n > V8_MAX_CHOICES) return 0;
     int ids = 0;
     for (int i = 0; i < l->n; i++) ids |= l->plan_id[i] != 0;
@@ -94,6 +107,11 @@ void v8_choices_merge(const struct v8_choices *old, unsigned drop, const convcac
                       uint64_t w_plan, struct v8_choices *out) {
     struct v8_choices r;
     memset(&r, 0, sizeof r);
+    if (!w) { /* a choice that failed after timing: nothing is served next time */
+        r.dropped = 1;
+        *out = r;
+        return;
+    }
     /* Those the host could not build here stay ahead: where they are on
      * offer they won against w's kind before (or were never timed against
      * it), and the host's filters, not speed, kept them out this time. */

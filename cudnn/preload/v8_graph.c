@@ -30,11 +30,27 @@
 
 #include "v8.h"
 
-int v8_watching;
-
 /* ---- lifetime ----------------------------------------------------------- */
 
 static const char *const phase_names[] = {"not a benchmark", "served", "stood aside", "new", "done"};
+
+/* The graph whose plans this thread was timing last (a reference), while
+ * its window is open. */
+static __thread struct v8_graph *timing_here;
+
+void v8_moved_on(struct v8_graph *g) {
+    struct v8_graph *was = timing_here;
+    if (was == g) return;
+    if (was) {
+        v8_graph_ref(was);
+        v8_close_window(was); /* lets go of timing_here's reference */
+        v8_graph_unref(was);
+    }
+    if (v8_graph_open(g) && g->executed) {
+        v8_graph_ref(g);
+        timing_here = g;
+    }
+}
 
 void v8_close_window(struct v8_graph *g) {
     if (g->phase != G_DONE && g->executed && log_enabled()) {
@@ -45,9 +61,11 @@ void v8_close_window(struct v8_graph *g) {
         log_key(phase_names[g->phase], what, g->key, g->key_len);
     }
     g->phase = G_DONE;
-    if (g->watching) {
-        g->watching = 0;
-        __atomic_fetch_sub(&v8_watching, 1, __ATOMIC_RELAXED);
+    g->candidate = NULL;
+    for (struct v8_shadow *p = g->plan_list; p; p = p->gnext) v8_watch_update(p);
+    if (timing_here == g) {
+        timing_here = NULL;
+        g->refs--; /* never the last: the caller holds one */
     }
     if (g->lease) { /* nothing to store: the waiters benchmark for themselves */
         v8_lease_finish(g->lease, NULL, 0);
@@ -105,7 +123,7 @@ void v8_graph_finalized(void *desc) {
     size_t key_len = 0;
     cudnnHandle_t handle = NULL;
     pthread_mutex_lock(&v8_mu);
-    struct v8_shadow *s = v8_shadow_get(desc);
+    struct v8_shadow *s = v8_shadow_typed(desc, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
     if (s) {
         s->finalized = 1;
         key_len = v8_key(s, key, sizeof key);
@@ -155,9 +173,8 @@ void v8_graph_finalized(void *desc) {
     s = v8_shadow_get(desc);
     if (s && !s->g) {
         g->refs = 1;
-        g->watching = 1;
-        __atomic_fetch_add(&v8_watching, 1, __ATOMIC_RELAXED);
         s->g = g;
+        v8_moved_on(g);
         g = NULL;
     }
     pthread_mutex_unlock(&v8_mu);
@@ -180,7 +197,8 @@ void v8_heur_finalized(void *heur) {
     struct v8_shadow *h = v8_shadow_get(heur);
     struct v8_graph *g = h ? h->g : NULL;
     if (h) h->finalized = 1;
-    int take = g && g->phase == G_IDLE && g->stored.n == 0 && !g->strict && !g->lease_tried;
+    if (g) v8_moved_on(g);
+    int take = g && g->phase == G_IDLE && g->stored.n == 0 && !g->stored.dropped && !g->strict && !g->lease_tried;
     struct v8_lease *left = NULL;
     if (take) {
         g->lease_tried = 1;

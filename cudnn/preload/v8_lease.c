@@ -20,10 +20,17 @@
  * Everything else (a cache error, strict mode, no thread) is LEASE_NONE:
  * the host benchmarks alone, as without convcache.
  *
- * A leader's builder waits at most the build timeout
- * ($CONVCACHE_BUILD_TIMEOUT_MS, 60 s by default) for the host; past that
- * it stores nothing and lets the waiters build for themselves, and the
- * host's choice is stored when it comes with a plain insert.
+ * The lease follows the host's progress, not its lifetime: a leader's
+ * builder waits while the host works on the graph (a heuristics query, a
+ * plan finalize, an execute of one of its plans, each a call in flight or
+ * one that ended less than $CONVCACHE_BUILD_IDLE_MS, 2 s by default, ago),
+ * and at most the build timeout ($CONVCACHE_BUILD_TIMEOUT_MS, 60 s by
+ * default) in all. A host that builds plans and then does something else
+ * (runs them much later, or never) thus holds the other threads and
+ * processes for about 2 s, not for the build timeout: past either bound
+ * the builder stores nothing and lets the waiters build for themselves
+ * (one of them leads next), and the host's choice, if it comes, is stored
+ * with a plain insert.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -40,6 +47,11 @@ struct v8_lease {
     int refs;   /* the host's side and the helper's */
     int state;  /* 0 waiting, then LEASE_LEAD, LEASE_VALUE or LEASE_NONE */
     int done;   /* the host finished (value or not) */
+    int abandoned; /* the builder stopped waiting: the host's value is the host's to insert */
+    /* The host's progress on the graph (atomics; v8_lease_progress): its
+     * calls in flight, and when the last one began or ended (ms). */
+    int busy;
+    long long last_ms;
     convcache_handle *cache;
     unsigned char key[CONVCACHE_KEY_MAX];
     size_t key_len;
@@ -47,22 +59,41 @@ struct v8_lease {
     size_t value_len;
 };
 
-static long long timeout_ms(void) {
-    const char *v = env_get("CONVCACHE_BUILD_TIMEOUT_MS");
+/* env_ms reads a duration in milliseconds, 1 ms to a day, else def. */
+static long long env_ms(const char *name, long long def) {
+    const char *v = env_get(name);
     char *end;
     long long n = v ? strtoll(v, &end, 10) : 0;
-    if (!v || end == v || *end || n < 1 || n > 86400000) n = 60000;
+    if (!v || end == v || *end || n < 1 || n > 86400000) n = def;
     return n;
 }
 
-static void deadline_in(struct timespec *ts, long long ms) {
-    clock_gettime(CLOCK_REALTIME, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (ms % 1000) * 1000000;
+static long long timeout_ms(void) { return env_ms("CONVCACHE_BUILD_TIMEOUT_MS", 60000); }
+
+static long long mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* deadline_at is the absolute time ms (mono_ms) on clock. */
+static void deadline_at(struct timespec *ts, clockid_t clock, long long ms) {
+    long long now = mono_ms();
+    clock_gettime(clock, ts);
+    long long d = ms > now ? ms - now : 0;
+    ts->tv_sec += d / 1000;
+    ts->tv_nsec += (d % 1000) * 1000000;
     if (ts->tv_nsec >= 1000000000) {
         ts->tv_sec++;
         ts->tv_nsec -= 1000000000;
     }
+}
+
+void v8_lease_progress(struct v8_graph *g, int delta) {
+    struct v8_lease *l = g ? g->lease : NULL;
+    if (!l) return;
+    __atomic_add_fetch(&l->busy, delta, __ATOMIC_RELAXED);
+    __atomic_store_n(&l->last_ms, mono_ms(), __ATOMIC_RELAXED);
 }
 
 static void unref(struct v8_lease *l) {
@@ -86,12 +117,21 @@ static int build(void *user, const void *key, size_t key_len, void *value, size_
     (void)key;
     (void)key_len;
     struct v8_lease *l = user;
-    struct timespec until;
-    deadline_in(&until, timeout_ms());
+    long long start = mono_ms(), idle = env_ms("CONVCACHE_BUILD_IDLE_MS", 2000);
+    long long until = start + timeout_ms();
+    __atomic_store_n(&l->last_ms, start, __ATOMIC_RELAXED);
     pthread_mutex_lock(&l->mu);
     set_state(l, LEASE_LEAD);
-    int rc = 0;
-    while (!l->done && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&l->cv, &l->mu, &until);
+    while (!l->done) {
+        long long now = mono_ms(), last = __atomic_load_n(&l->last_ms, __ATOMIC_RELAXED);
+        int busy = __atomic_load_n(&l->busy, __ATOMIC_RELAXED) > 0;
+        if (now >= until || (!busy && now - last >= idle)) break;
+        long long wake = busy ? now + idle : last + idle;
+        struct timespec ts;
+        deadline_at(&ts, CLOCK_REALTIME, wake < until ? wake : until);
+        pthread_cond_timedwait(&l->cv, &l->mu, &ts);
+    }
+    if (!l->done) l->abandoned = 1;
     int ok = l->done && l->value_len > 0 && l->value_len <= cap;
     if (ok) {
         memcpy(value, l->value, l->value_len);
@@ -145,7 +185,7 @@ int v8_lease_take(convcache_handle *cache, const unsigned char *key, size_t key_
     /* get_or_create itself waits at most the build timeout for another
      * builder; this bound only guards against a helper that never says. */
     struct timespec until;
-    deadline_in(&until, timeout_ms() + 10000);
+    deadline_at(&until, CLOCK_REALTIME, mono_ms() + timeout_ms() + 10000);
     pthread_mutex_lock(&l->mu);
     int rc = 0;
     while (l->state == 0 && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&l->cv, &l->mu, &until);
@@ -166,10 +206,11 @@ int v8_lease_take(convcache_handle *cache, const unsigned char *key, size_t key_
     return state;
 }
 
-void v8_lease_finish(struct v8_lease *l, const void *value, size_t len) {
-    if (!l) return;
+int v8_lease_finish(struct v8_lease *l, const void *value, size_t len) {
+    if (!l) return 0;
     pthread_mutex_lock(&l->mu);
-    if (value && len <= sizeof l->value) {
+    int taken = !l->abandoned && value && len <= sizeof l->value;
+    if (taken) {
         memcpy(l->value, value, len);
         l->value_len = len;
     }
@@ -177,4 +218,5 @@ void v8_lease_finish(struct v8_lease *l, const void *value, size_t len) {
     pthread_cond_broadcast(&l->cv);
     pthread_mutex_unlock(&l->mu);
     unref(l);
+    return taken;
 }

@@ -18,9 +18,15 @@
  *   - A plan that needs more workspace than its config said is never run
  *     (its executes fail the same way), so the host's smaller buffer is
  *     never overrun.
- *   - Any other read of a deferred plan finalizes it first.
+ *   - Any other read of a deferred plan finalizes it first, and so does a
+ *     read of its workspace once the graph's benchmark is over (then the
+ *     plan's own answer is given), an execute at any time, and a second
+ *     finalize (which then gets cuDNN's own answer to a second finalize).
  *   - cuDNN keeps the engine config a deferred plan names: the host's
- *     destroy of it waits until the plan is finalized or destroyed.
+ *     destroy of it waits until the plan is finalized or destroyed. To the
+ *     host it is gone: a second destroy, and any other call naming it, is
+ *     answered CUDNN_STATUS_BAD_PARAM, as cuDNN answers for a destroyed
+ *     descriptor.
  * Where the config cannot say its workspace (cuDNN before 9.2) nothing is
  * deferred.
  *
@@ -53,6 +59,7 @@ static void finalized(struct v8_shadow *p, cudnnStatus_t st, int deferred) {
         g->plans++;
         if (!deferred) g->built++;
         if (p->stored >= 0) g->stored_plans++;
+        v8_shadow_plan_join(p);
     } else if (g && p->stored >= 0) {
         g->failed |= 1u << p->stored;
     }
@@ -61,10 +68,18 @@ static void finalized(struct v8_shadow *p, cudnnStatus_t st, int deferred) {
 cudnnStatus_t v8_plan_finalize(void *plan) {
     const struct v8_real *r = v8_real();
     pthread_mutex_lock(&v8_mu);
-    struct v8_shadow *p = v8_shadow_get(plan);
-    int what = p ? decide(p, p->g) : FIN_REAL;
+    struct v8_shadow *p = v8_shadow_typed(plan, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+    int again = p && p->finalized;
+    int what = p && !again ? decide(p, p->g) : FIN_REAL;
     void *cfg = p ? p->cfg : NULL;
+    if (p && !again) v8_lease_progress(p->g, 1);
     pthread_mutex_unlock(&v8_mu);
+    if (again) {
+        /* Finalized before: cuDNN answers a second finalize of the plan it
+         * has (a deferred one is made real first). */
+        v8_plan_materialize(plan);
+        return r->finalize(plan);
+    }
 
     if (what == FIN_REFUSE) {
         COUNT_V8(v8_refused_builds);
@@ -80,20 +95,46 @@ cudnnStatus_t v8_plan_finalize(void *plan) {
     cudnnStatus_t st = what == FIN_REAL ? r->finalize(plan) : CUDNN_STATUS_SUCCESS;
 
     pthread_mutex_lock(&v8_mu);
-    p = v8_shadow_get(plan);
+    p = v8_shadow_typed(plan, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
     if (p) {
+        v8_lease_progress(p->g, -1);
         finalized(p, st, what == FIN_DEFER);
         if (what == FIN_DEFER) {
             struct v8_shadow *c = v8_shadow_get(cfg);
             p->deferred = 1;
             p->reported_ws = ws;
-            if (c) c->holds++;
+            if (c && c->type == CUDNN_BACKEND_ENGINECFG_DESCRIPTOR) c->holds++;
             if (p->g) p->g->deferred++;
             COUNT_V8(v8_deferred_builds);
         }
+        if (st == CUDNN_STATUS_SUCCESS) v8_watch_update(p);
     }
     pthread_mutex_unlock(&v8_mu);
     return st;
+}
+
+/* Engine configs the host destroyed whose cuDNN destroy waits. */
+static int pending;
+
+int v8_config_destroy_pending(struct v8_shadow *c) {
+    if (c->destroy_pending) return 1;
+    c->destroy_pending = 1;
+    __atomic_add_fetch(&pending, 1, __ATOMIC_RELAXED);
+    return 0;
+}
+
+int v8_names_destroyed(const void *desc, int type, int64_t count, const void *elements) {
+    if (!__atomic_load_n(&pending, __ATOMIC_RELAXED)) return 0;
+    pthread_mutex_lock(&v8_mu);
+    const struct v8_shadow *s = v8_shadow_get(desc);
+    int gone = s && s->destroy_pending;
+    if (type == CUDNN_TYPE_BACKEND_DESCRIPTOR && elements)
+        for (int64_t i = 0; i < count && i < 64 && !gone; i++) {
+            s = v8_shadow_get(((void *const *)elements)[i]);
+            gone = s && s->destroy_pending;
+        }
+    pthread_mutex_unlock(&v8_mu);
+    return gone;
 }
 
 /* unhold lets go of one hold on engine config cfg (v8_mu held); it
@@ -101,7 +142,9 @@ cudnnStatus_t v8_plan_finalize(void *plan) {
  * due (the caller makes it, v8_mu released), else NULL. */
 static void *unhold(void *cfg) {
     struct v8_shadow *c = v8_shadow_get(cfg);
-    if (!c || --c->holds > 0 || !c->destroy_pending) return NULL;
+    if (!c || c->type != CUDNN_BACKEND_ENGINECFG_DESCRIPTOR || --c->holds > 0 || !c->destroy_pending)
+        return NULL;
+    __atomic_sub_fetch(&pending, 1, __ATOMIC_RELAXED);
     v8_shadow_drop(cfg);
     return cfg;
 }
@@ -112,15 +155,27 @@ void *v8_plan_release(struct v8_shadow *p) {
     return unhold(p->cfg);
 }
 
+/* One thread makes a deferred plan real; another that needs it meanwhile
+ * waits for its status (v8_mu's condition). */
+static pthread_cond_t made = PTHREAD_COND_INITIALIZER;
+
 cudnnStatus_t v8_plan_materialize(void *plan) {
     const struct v8_real *r = v8_real();
     pthread_mutex_lock(&v8_mu);
     struct v8_shadow *p = v8_shadow_get(plan);
-    int deferred = p && p->deferred;
-    cudnnStatus_t blocked = p ? p->blocked : CUDNN_STATUS_SUCCESS;
-    int64_t reported = p ? p->reported_ws : 0;
+    while (p && p->type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR && p->materializing) {
+        pthread_cond_wait(&made, &v8_mu);
+        p = v8_shadow_get(plan);
+    }
+    if (!p || p->type != CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR || !p->deferred) {
+        cudnnStatus_t blocked = p && p->type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR ? p->blocked
+                                                                                  : CUDNN_STATUS_SUCCESS;
+        pthread_mutex_unlock(&v8_mu);
+        return blocked;
+    }
+    p->materializing = 1;
+    int64_t reported = p->reported_ws;
     pthread_mutex_unlock(&v8_mu);
-    if (!deferred) return blocked;
 
     cudnnStatus_t st = r->finalize(plan);
     int64_t ws = -1, n = 0;
@@ -136,11 +191,14 @@ cudnnStatus_t v8_plan_materialize(void *plan) {
     pthread_mutex_lock(&v8_mu);
     void *cfg = NULL;
     p = v8_shadow_get(plan);
-    if (p && p->deferred) {
+    if (p && p->type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR && p->materializing) {
+        p->materializing = 0;
         p->blocked = st;
         if (p->g && st == CUDNN_STATUS_SUCCESS) p->g->built++;
         cfg = v8_plan_release(p);
+        v8_watch_update(p);
     }
+    pthread_cond_broadcast(&made);
     pthread_mutex_unlock(&v8_mu);
     if (cfg) r->destroy(cfg);
     return st;
@@ -150,12 +208,15 @@ int v8_plan_get(void *plan, int name, int type, int64_t requested, int64_t *coun
                 cudnnStatus_t *st) {
     pthread_mutex_lock(&v8_mu);
     struct v8_shadow *p = v8_shadow_get(plan);
-    int deferred = p && p->deferred;
-    int64_t ws = p ? p->reported_ws : 0;
+    int deferred = p && p->type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR && p->deferred;
+    int64_t ws = deferred ? p->reported_ws : 0;
+    /* The workspace the config reported stands for the plan's only while
+     * the host is choosing among plans it will mostly not run. */
+    int timing = deferred && v8_graph_open(p->g);
     pthread_mutex_unlock(&v8_mu);
     if (!deferred) return 0;
     /* (cudnn_frontend passes no count pointer: cuDNN accepts that.) */
-    if (name == CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE && type == CUDNN_TYPE_INT64 && requested >= 1 &&
+    if (timing && name == CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE && type == CUDNN_TYPE_INT64 && requested >= 1 &&
         elements) {
         memcpy(elements, &ws, sizeof ws);
         if (count) *count = 1;
@@ -169,7 +230,7 @@ int v8_plan_get(void *plan, int name, int type, int64_t requested, int64_t *coun
 
 int v8_plan_config_choice(void *plan, convcache_engine_choice *out) {
     pthread_mutex_lock(&v8_mu);
-    struct v8_shadow *p = v8_shadow_get(plan);
+    struct v8_shadow *p = v8_shadow_typed(plan, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
     struct v8_shadow *c = p && p->cfg ? v8_shadow_get(p->cfg) : NULL;
     /* The config the plan was built from, if the host still has it: its
      * address could since name another descriptor (the host destroyed the

@@ -171,7 +171,7 @@ cudnnStatus_t v8_reorder(struct v8_graph *g, void *heur, int64_t requested, int6
     const struct v8_real *r = v8_real();
     pthread_mutex_lock(&v8_mu);
     struct v8_choices stored = g->stored;
-    struct v8_shadow *h = v8_shadow_get(heur);
+    struct v8_shadow *h = v8_shadow_typed(heur, CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
     struct v8_heur_plan *hp = h ? h->heur_plan : NULL;
     void *graph = h ? h->graph_desc : NULL;
     int mode = h ? h->heur_mode : -1;
@@ -180,7 +180,7 @@ cudnnStatus_t v8_reorder(struct v8_graph *g, void *heur, int64_t requested, int6
     if (!hp && stored.n > 0) {
         hp = make_plan(heur, graph, mode, &stored);
         pthread_mutex_lock(&v8_mu);
-        h = v8_shadow_get(heur);
+        h = v8_shadow_typed(heur, CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
         struct v8_heur_plan *mine = hp;
         if (h && !h->heur_plan) {
             h->heur_plan = hp;

@@ -69,9 +69,10 @@ static void record(struct v8_graph *g, void *plan) {
 
     unsigned char value[V8_VALUE_MAX];
     size_t len = ok ? v8_choices_encode(&merged, value, sizeof value) : 0;
-    if (lease) {
-        v8_lease_finish(lease, len ? value : NULL, len);
-    } else if (len) {
+    /* A lease the builder let go of meanwhile (the host made no progress
+     * for a while): stored with a plain insert. */
+    int handed = lease && v8_lease_finish(lease, len ? value : NULL, len);
+    if (!handed && len) {
         int rc = api.insert(g->cache, g->key, g->key_len, value, len);
         if (rc < 0 && rc != CONVCACHE_E_READONLY) {
             COUNT(errors);
@@ -88,6 +89,27 @@ static void record(struct v8_graph *g, void *plan) {
 
 enum { RUN, TRY, REFUSE };
 
+/* untouched reports whether g has a plan other than the candidate that
+ * has not had its first execute yet (v8_mu held). */
+static int untouched(const struct v8_graph *g) {
+    for (const struct v8_shadow *q = g->plan_list; q; q = q->gnext)
+        if (q->desc != g->candidate && q->ok_runs == 0 && q->refused == 0) return 1;
+    return 0;
+}
+
+/* aside_reason says why a graph with stored choices stands aside at its
+ * first execute (v8_mu held). */
+static const char *aside_reason(const struct v8_graph *g) {
+    return !g->heur_seen ? "no heuristics results were read through the interposer"
+           : !g->offered && g->reorder_skipped
+               ? "heuristics results were given in their own order (the host asked for fewer)"
+           : !g->offered && g->heur_unreadable ? "heuristics offered no stored choice (some unreadable)"
+           : !g->offered                 ? "heuristics offered no stored choice"
+           : g->failed                   ? "a stored choice failed to finalize"
+           : g->stored_plans == 0        ? "a stored choice was offered; the host kept no plan of it"
+                                         : "the host ran another plan before the stored choice's";
+}
+
 /* decide picks what an execute of p does (v8_mu held). */
 static int decide(struct v8_graph *g, struct v8_shadow *p) {
     if (g->phase == G_IDLE) {
@@ -96,7 +118,7 @@ static int decide(struct v8_graph *g, struct v8_shadow *p) {
             v8_close_window(g);
             return RUN;
         }
-        if (g->stored.n == 0) {
+        if (g->stored.n == 0 && !g->stored.dropped) {
             g->phase = G_RECORDING;
             COUNT_V8(v8_misses);
             return RUN;
@@ -108,18 +130,19 @@ static int decide(struct v8_graph *g, struct v8_shadow *p) {
             return TRY;
         }
         g->phase = G_ASIDE;
-        g->aside_why = !g->heur_seen ? "no heuristics results were read through the interposer"
-                       : !g->offered && g->reorder_skipped
-                           ? "heuristics results were given in their own order (the host asked for fewer)"
-                       : !g->offered && g->heur_unreadable ? "heuristics offered no stored choice (some unreadable)"
-                       : !g->offered                 ? "heuristics offered no stored choice"
-                       : g->failed                   ? "a stored choice failed to finalize"
-                       : g->stored_plans == 0        ? "a stored choice was offered; the host kept no plan of it"
-                                                     : "the host ran another plan before the stored choice's";
+        g->aside_why = g->stored.dropped ? "the choice served last failed in a host's run after timing"
+                                         : aside_reason(g);
         COUNT_V8(v8_aside);
         return RUN;
     }
-    if (g->phase == G_SERVING && p->desc != g->candidate && p->ok_runs == 0 && p->refused == 0) {
+    if (g->phase != G_SERVING) return RUN;
+    if (p->desc == g->candidate) {
+        /* After the host passed over another plan, the candidate runs in
+         * earnest: timing is over. */
+        if (g->refused > 0 || !untouched(g)) g->earnest = 1;
+        return RUN;
+    }
+    if (p->ok_runs == 0 && p->refused == 0) {
         p->refused++;
         g->refused++;
         return REFUSE;
@@ -127,32 +150,66 @@ static int decide(struct v8_graph *g, struct v8_shadow *p) {
     return RUN;
 }
 
+/* served_failed handles the served choice failing in the host's run after
+ * timing (a workspace it could not get, say): the host had only that plan
+ * left to run, the others' timing having been refused. Nothing can be
+ * undone here; the choice is dropped from the stored list, so that the
+ * next process stands aside for the graph and benchmarks it in full
+ * (v8_mu not held; the caller holds a reference on g). */
+static void served_failed(struct v8_graph *g) {
+    struct v8_choices left;
+    v8_choices_merge(&g->stored, 0, NULL, 0, &left);
+    unsigned char value[V8_VALUE_MAX];
+    size_t len = v8_choices_encode(&left, value, sizeof value);
+    int rc = len ? api.insert(g->cache, g->key, g->key_len, value, len) : CONVCACHE_E_INVALID;
+    if (rc < 0 && rc != CONVCACHE_E_READONLY) {
+        COUNT(errors);
+        warn_once(W_CACHE, "a cache error (%s) kept a failed backend-API choice from being dropped",
+                  api.last_error());
+    }
+    warn_once(W_ENTRY, "a served cuDNN plan failed in the host's run after timing; the next process "
+              "benchmarks that convolution in full");
+    if (log_enabled()) log_key("served choice failed after timing", "dropped", g->key, g->key_len);
+}
+
 cudnnStatus_t v8_execute(cudnnHandle_t h, void *plan, void *pack) {
     const struct v8_real *r = v8_real();
     pthread_mutex_lock(&v8_mu);
-    struct v8_shadow *p = v8_shadow_get(plan);
+    struct v8_shadow *p = v8_shadow_typed(plan, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
     struct v8_graph *g = p ? p->g : NULL;
-    if (!g || g->phase == G_DONE || !p->finalized) {
-        pthread_mutex_unlock(&v8_mu);
-        return r->execute(h, plan, pack);
-    }
-    int what = decide(g, p);
-    int idx = g->candidate_idx;
+    if (g) v8_moved_on(g);
+    int what = RUN, idx = -1, earnest = 0;
     convcache_engine_choice want = {0};
     uint64_t want_plan = 0;
-    if (what == TRY) want = g->stored.c[idx], want_plan = g->stored.plan_id[idx];
-    v8_graph_ref(g);
+    if (v8_graph_open(g) && p->finalized) {
+        what = decide(g, p);
+        idx = g->candidate_idx;
+        earnest = g->earnest && p->desc == g->candidate;
+        if (what == TRY) want = g->stored.c[idx], want_plan = g->stored.plan_id[idx];
+        v8_watch_update(p);
+    } else {
+        g = NULL;
+    }
+    if (g) {
+        v8_graph_ref(g);
+        v8_lease_progress(g, 1);
+    }
     pthread_mutex_unlock(&v8_mu);
 
     if (what == REFUSE) {
         COUNT_V8(v8_refused_execs);
         pthread_mutex_lock(&v8_mu);
+        v8_lease_progress(g, -1);
+        if (g->phase == G_SERVING && !untouched(g)) {
+            /* Nothing left to refuse: only the candidate's run in earnest
+             * is still watched. */
+            g->earnest = 1;
+        }
         v8_graph_unref(g);
         pthread_mutex_unlock(&v8_mu);
         return cudnn_not_supported();
     }
-    /* A deferred plan that is to run is finalized first; one that cannot
-     * be never runs. */
+    /* A deferred plan is finalized first; one that cannot be never runs. */
     cudnnStatus_t st = v8_plan_materialize(plan);
     int matches = 1;
     if (st == CUDNN_STATUS_SUCCESS && what == TRY) {
@@ -165,10 +222,13 @@ cudnnStatus_t v8_execute(cudnnHandle_t h, void *plan, void *pack) {
             log_choices("served plan reads differently", &want, want_plan, &have, g);
     }
     if (st == CUDNN_STATUS_SUCCESS) st = r->execute(h, plan, pack);
+    if (!g) return st;
 
     void *to_record = NULL;
+    int dropped = 0;
     pthread_mutex_lock(&v8_mu);
-    p = v8_shadow_get(plan);
+    v8_lease_progress(g, -1);
+    p = v8_shadow_typed(plan, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
     if (what == TRY && (!matches || st != CUDNN_STATUS_SUCCESS)) {
         /* The stored choice cannot serve: the host benchmarks the rest as
          * usual (nothing was refused yet), and its choice replaces it. */
@@ -181,12 +241,18 @@ cudnnStatus_t v8_execute(cudnnHandle_t h, void *plan, void *pack) {
     } else if (what == TRY) {
         COUNT_V8(v8_hits);
     }
-    if (st == CUDNN_STATUS_SUCCESS && p) {
+    if (earnest && g->phase == G_SERVING) {
+        dropped = st != CUDNN_STATUS_SUCCESS;
+        v8_close_window(g);
+    }
+    if (st == CUDNN_STATUS_SUCCESS && p && p->g == g) {
         if (p->ok_runs++ == 0) g->ran++;
         if (p->stored >= 0 && p->desc != g->candidate) g->timed |= 1u << p->stored;
         if ((g->phase == G_RECORDING || g->phase == G_ASIDE) && g->post && !g->recorded) to_record = plan;
     }
+    if (p && p->g == g) v8_watch_update(p);
     pthread_mutex_unlock(&v8_mu);
+    if (dropped) served_failed(g);
     if (to_record) record(g, to_record);
     pthread_mutex_lock(&v8_mu);
     v8_graph_unref(g);
@@ -198,15 +264,16 @@ cudnnStatus_t v8_execute(cudnnHandle_t h, void *plan, void *pack) {
 /* The choice: the first good execute once the graph or a timed plan is
  * gone (post), or the one plan left of several. */
 
-int v8_destroying(void *desc) {
+int v8_destroying(void *desc, cudnnStatus_t *st) {
     void *to_record = NULL, *cfg = NULL;
     struct v8_graph *g = NULL;
     pthread_mutex_lock(&v8_mu);
     struct v8_shadow *s = v8_shadow_get(desc);
-    if (s && s->type == CUDNN_BACKEND_ENGINECFG_DESCRIPTOR && s->holds > 0) {
+    if (s && s->type == CUDNN_BACKEND_ENGINECFG_DESCRIPTOR && (s->holds > 0 || s->destroy_pending)) {
         /* A deferred plan still names it, or it is being read: cuDNN's
-         * destroy waits. */
-        s->destroy_pending = 1;
+         * destroy waits. A second destroy is answered as cuDNN answers
+         * one of a destroyed descriptor. */
+        *st = v8_config_destroy_pending(s) ? cudnn_bad_param() : CUDNN_STATUS_SUCCESS;
         pthread_mutex_unlock(&v8_mu);
         return 0;
     }
@@ -215,6 +282,7 @@ int v8_destroying(void *desc) {
         g = s->g;
         g->plans--;
         if (s->stored >= 0) g->stored_plans--;
+        v8_shadow_plan_leave(s);
         if ((g->phase == G_RECORDING || g->phase == G_ASIDE) && !g->recorded) {
             /* A timed plan going means timing is over: the host's next
              * good execute is its choice. (Not the plan run last: a timing
@@ -222,13 +290,15 @@ int v8_destroying(void *desc) {
              * of two that time the same, before choosing.) And once one
              * plan is left of several, it is the host's choice. */
             if (s->ok_runs > 0) g->post = 1;
-            struct v8_shadow *left = g->plans == 1 && g->executed ? v8_shadow_plan_of(g, desc) : NULL;
+            struct v8_shadow *left = g->plans == 1 && g->executed ? g->plan_list : NULL;
             if (left && left->ok_runs > 0) {
                 to_record = left->desc;
                 v8_graph_ref(g);
             }
-        } else if (g->phase == G_SERVING && g->plans <= 1) {
-            v8_close_window(g); /* the others are gone: nothing left to refuse */
+        } else if (g->phase == G_SERVING && (g->plans <= 1 || s->desc == g->candidate)) {
+            /* The others are gone, or the plan that served is: nothing is
+             * refused any more. */
+            v8_close_window(g);
         }
     } else if (s && s->g && s->type == CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR) {
         s->g->graph_gone = 1;

@@ -7,22 +7,30 @@
  * than MAX_LIVE shadows (past that, new descriptors are not tracked and
  * graphs made of them pass through).
  *
+ * The table grows with the live shadows (a chain is one long on average,
+ * whatever the host keeps alive) and shrinks when most are gone. A tensor's
+ * shadow is the common part of struct v8_shadow only (40 bytes, and its
+ * encoded attributes); graphs, heuristics, configs and plans carry their
+ * own part too.
+ *
  * One mutex (v8_mu) guards the table and every graph: the calls that take
- * it (create, set, finalize, destroy, heuristics, and executes while a
- * benchmark is watched) are not the hot path, which is an execute with
- * nothing watched (v8_calls.c), and it is never held across a call into
- * cuDNN.
+ * it (create, set, finalize, destroy, heuristics, and executes of the
+ * plans in the execute filter) are not the hot path, which is an execute
+ * of any other plan (v8_calls.c), and it is never held across a call into
+ * cuDNN that does work.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "v8.h"
 
-#define BUCKETS 4096
-#define MAX_LIVE (1 << 20)
+#define MIN_BUCKETS 4096
+#define MAX_LIVE (1 << 21)
 
 pthread_mutex_t v8_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct v8_shadow *table[BUCKETS];
+static struct v8_shadow **table;
+static size_t nbuckets; /* a power of two, or 0 before the first shadow */
 static long live;
 
 /* A fork while another thread holds v8_mu must not leave the child a mutex
@@ -36,19 +44,46 @@ __attribute__((constructor)) static void v8_shadow_init(void) {
     pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
-static size_t bucket(const void *p) {
-    uintptr_t v = (uintptr_t)p;
+static size_t bucket(const void *p, size_t n) {
+    uint64_t v = (uint64_t)(uintptr_t)p;
     v ^= v >> 17;
     v *= 0x9E3779B97F4A7C15ull;
-    return (size_t)(v >> 52) % BUCKETS;
+    return (size_t)(v >> 32) & (n - 1);
+}
+
+/* resize moves every shadow to a table of n buckets; on no memory the
+ * table stays as it is (longer chains, nothing lost). */
+static void resize(size_t n) {
+    struct v8_shadow **t = calloc(n, sizeof *t);
+    if (!t) return;
+    for (size_t b = 0; b < nbuckets; b++) {
+        struct v8_shadow *s = table[b];
+        while (s) {
+            struct v8_shadow *next = s->next;
+            size_t i = bucket(s->desc, n);
+            s->next = t[i];
+            t[i] = s;
+            s = next;
+        }
+    }
+    free(table);
+    table = t;
+    nbuckets = n;
 }
 
 struct v8_shadow *v8_shadow_get(const void *desc) {
-    if (!desc) return NULL;
-    for (struct v8_shadow *s = table[bucket(desc)]; s; s = s->next)
+    if (!desc || !nbuckets) return NULL;
+    for (struct v8_shadow *s = table[bucket(desc, nbuckets)]; s; s = s->next)
         if (s->desc == desc) return s;
     return NULL;
 }
+
+struct v8_shadow *v8_shadow_typed(const void *desc, int type) {
+    struct v8_shadow *s = v8_shadow_get(desc);
+    return s && s->type == type ? s : NULL;
+}
+
+long v8_shadow_live(void) { return live; }
 
 int v8_shadow_tracked_type(int type) {
     switch (type) {
@@ -62,46 +97,76 @@ int v8_shadow_tracked_type(int type) {
     case CUDNN_BACKEND_ENGINE_DESCRIPTOR:
     case CUDNN_BACKEND_ENGINECFG_DESCRIPTOR:
     case CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR:
-        return 1;
+        return type >= 0 && type <= 0xFF;
     }
     return 0;
+}
+
+/* shadow_size is what a shadow of type needs: the common part, and the
+ * typed part for the types that have one. */
+static size_t shadow_size(int type) {
+    switch (type) {
+    case CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR:
+    case CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR:
+    case CUDNN_BACKEND_ENGINECFG_DESCRIPTOR:
+    case CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR:
+        return sizeof(struct v8_shadow);
+    }
+    return offsetof(struct v8_shadow, handle);
 }
 
 void v8_shadow_add(void *desc, int type) {
     if (!desc || live >= MAX_LIVE) return;
     /* cuDNN reused an address we did not see freed: forget the old one. */
     v8_shadow_drop(desc);
-    struct v8_shadow *s = calloc(1, sizeof *s);
+    if ((size_t)live >= nbuckets) resize(nbuckets ? 2 * nbuckets : MIN_BUCKETS);
+    if (!nbuckets) return;
+    size_t size = shadow_size(type);
+    struct v8_shadow *s = calloc(1, size);
     if (!s) return;
     s->desc = desc;
-    s->type = type;
+    s->type = (uint8_t)type;
     s->stored = -1;
-    s->heur_mode = -1;
-    size_t b = bucket(desc);
+    if (type == CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR) s->heur_mode = -1;
+    size_t b = bucket(desc, nbuckets);
     s->next = table[b];
     table[b] = s;
     live++;
 }
 
 void v8_shadow_drop(const void *desc) {
-    if (!desc) return;
-    for (struct v8_shadow **p = &table[bucket(desc)]; *p; p = &(*p)->next) {
+    if (!desc || !nbuckets) return;
+    for (struct v8_shadow **p = &table[bucket(desc, nbuckets)]; *p; p = &(*p)->next) {
         struct v8_shadow *s = *p;
         if (s->desc != desc) continue;
         *p = s->next;
         live--;
+        if (s->type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR) {
+            v8_unwatch(s);
+            v8_shadow_plan_leave(s);
+        }
+        if (s->type == CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR) v8_heur_plan_free(s->heur_plan);
         if (s->g) v8_graph_unref(s->g);
-        v8_heur_plan_free(s->heur_plan);
         free(s->attrs);
         free(s);
+        if (nbuckets > MIN_BUCKETS && (size_t)live < nbuckets / 8) resize(nbuckets / 2);
         return;
     }
 }
 
-struct v8_shadow *v8_shadow_plan_of(const struct v8_graph *g, const void *except) {
-    for (size_t b = 0; b < BUCKETS; b++)
-        for (struct v8_shadow *s = table[b]; s; s = s->next)
-            if (s->g == g && s->desc != except && s->finalized && s->type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR)
-                return s;
-    return NULL;
+void v8_shadow_plan_join(struct v8_shadow *p) {
+    struct v8_graph *g = p->g;
+    if (!g || p->gprev) return;
+    p->gnext = g->plan_list;
+    if (p->gnext) p->gnext->gprev = &p->gnext;
+    p->gprev = &g->plan_list;
+    g->plan_list = p;
+}
+
+void v8_shadow_plan_leave(struct v8_shadow *p) {
+    if (!p->gprev) return;
+    *p->gprev = p->gnext;
+    if (p->gnext) p->gnext->gprev = p->gprev;
+    p->gnext = NULL;
+    p->gprev = NULL;
 }
