@@ -82,12 +82,17 @@ func DecodeEngineChoice(b []byte) (EngineChoice, bool) {
 // DecodeEngineChoices decodes the interposer's value: "CCV1" or "CCV2", a
 // count of 1 to 4, then that many records, each checked, no two the same
 // engine and knobs; "CCV2" then has 8 bytes per record (a digest of what
-// its plans read as, which is not returned).
+// its plans read as, which is not returned). "CCV1" with a count of 0 and
+// nothing after it is an empty list: the choice served last failed in a
+// host's run after timing, and the next process benchmarks the graph.
 func DecodeEngineChoices(b []byte) ([]EngineChoice, bool) {
 	if len(b) < 8 || (le.Uint32(b) != ChoicesMagic && le.Uint32(b) != ChoicesMagicPlans) {
 		return nil, false
 	}
 	n := int(le.Uint32(b[4:]))
+	if n == 0 && len(b) == 8 && le.Uint32(b) == ChoicesMagic {
+		return []EngineChoice{}, true
+	}
 	ids := 0
 	if le.Uint32(b) == ChoicesMagicPlans {
 		ids = 8

@@ -104,11 +104,16 @@ func TestEngineChoices(t *testing.T) {
 	if cs, ok := cudnn.DecodeEngineChoices(withPlans(a, b)); !ok || len(cs) != 2 || cs[0].Tag() != "eng12_k2=3_k14=1" {
 		t.Fatalf("CCV2: decoded %v %v", cs, ok)
 	}
+	// No choice: the one served last failed after timing (stand aside).
+	if cs, ok := cudnn.DecodeEngineChoices(choices()); !ok || cs == nil || len(cs) != 0 {
+		t.Fatalf("empty CCV1: decoded %v %v", cs, ok)
+	}
 	unsorted := choiceRecord(1, 0, cudnn.Knob{Type: 14, Value: 1}, cudnn.Knob{Type: 2, Value: 3})
 	flipped := append([]byte(nil), a...)
 	flipped[100] ^= 1
 	for name, v := range map[string][]byte{
-		"empty list":     choices(),
+		"empty CCV2":     withPlans(),
+		"empty, more":    append(choices(), 0),
 		"five":           choices(a, b, choiceRecord(1, 0), choiceRecord(2, 0), choiceRecord(3, 0)),
 		"repeated":       choices(a, a),
 		"unsorted knobs": choices(unsorted),

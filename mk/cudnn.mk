@@ -9,7 +9,8 @@ PRELOAD_LIB := $(BUILD)/libconvcache_preload.so
 STANDIN_DIR := $(BUILD)/tests/preload
 STANDINS    := $(STANDIN_DIR)/libcuda.so.1 $(STANDIN_DIR)/libcudnn.so.9
 PRELOAD_TEST_BINS := $(STANDIN_DIR)/preload_prog $(STANDIN_DIR)/preload_linked \
-                     $(STANDIN_DIR)/scope_test $(STANDIN_DIR)/v8_prog $(STANDIN_DIR)/choices_test
+                     $(STANDIN_DIR)/scope_test $(STANDIN_DIR)/v8_prog $(STANDIN_DIR)/choices_test \
+                     $(STANDIN_DIR)/v8_hosts
 PRELOAD_PROG_SRC  := tests/preload/preload_prog.c tests/preload/planted.c tests/preload/args.c
 
 ALL_TARGETS     += $(PRELOAD_LIB)
@@ -66,6 +67,12 @@ $(STANDIN_DIR)/v8_prog: tests/preload/v8_prog.c bench/gpu/conv_graph.h $(BUILD)/
 	$(CC) $(CFLAGS) -Iinclude -Icudnn/engine -Ibench/gpu -o $@ $< $(BUILD)/libconvcache_engine.a -L$(STANDIN_DIR) -l:libcudnn.so.9 \
 	  -l:libcudart.so.13 -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
 
+# Hosts beyond PyTorch's sequence (tests/preload/v8_hosts.sh).
+$(STANDIN_DIR)/v8_hosts: tests/preload/v8_hosts.c bench/gpu/conv_graph.h cudnn/preload/preload_stats.h \
+  $(BUILD)/libconvcache_engine.a $(STANDINS) $(STANDIN_DIR)/libcudart.so.13 include/convcache_engine.h
+	$(CC) $(CFLAGS) -Iinclude -Icudnn/engine -Icudnn/preload -Ibench/gpu -o $@ $< $(BUILD)/libconvcache_engine.a \
+	  -L$(STANDIN_DIR) -l:libcudnn.so.9 -l:libcudart.so.13 -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
+
 # The interposer's stored value, its code compiled in alone.
 $(STANDIN_DIR)/choices_test: tests/preload/choices_test.c tests/check_plain.h cudnn/preload/v8_choices.c cudnn/engine/record.c \
   $(PRELOAD_HDR)
@@ -82,6 +89,7 @@ cudnn-test: $(LIB) $(PRELOAD_LIB) $(STANDINS) $(PRELOAD_TEST_BINS) $(BUILD)/conv
 	$(STANDIN_DIR)/choices_test
 	sh tests/preload/run.sh $(BUILD)
 	sh tests/preload/v8_run.sh $(BUILD) v8_prog - $(STANDIN_DIR)/v8_prog
+	sh tests/preload/v8_hosts.sh $(BUILD)
 
 install-preload: $(PRELOAD_LIB)
 	install -d $(DESTDIR)$(LIBDIR)

@@ -59,6 +59,7 @@ static void snapshot(struct convcache_preload_stats *s) {
     s->v8_refused_execs = __atomic_load_n(&counters.v8_refused_execs, __ATOMIC_RELAXED);
     s->v8_refused_builds = __atomic_load_n(&counters.v8_refused_builds, __ATOMIC_RELAXED);
     s->v8_deferred_builds = __atomic_load_n(&counters.v8_deferred_builds, __ATOMIC_RELAXED);
+    s->v8_looked_execs = __atomic_load_n(&counters.v8_looked_execs, __ATOMIC_RELAXED);
 }
 
 /* convcache_preload_stats copies the counters (at most size bytes). Tests

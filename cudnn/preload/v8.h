@@ -246,6 +246,8 @@ struct v8_graph {
     int deferred;            /* plans whose finalize was deferred */
     const char *aside_why;   /* G_ASIDE: why, for the log (a static string) */
     int earnest;             /* G_SERVING: timing is over; the candidate's next run is in earnest */
+    void *last_run;          /* the plan that ran last */
+    int revisit;             /* it had run before another did */
 };
 
 /* Hooks, called by v8_calls.c around the real calls, v8_mu not held. */

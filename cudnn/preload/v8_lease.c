@@ -48,6 +48,7 @@ struct v8_lease {
     int state;  /* 0 waiting, then LEASE_LEAD, LEASE_VALUE or LEASE_NONE */
     int done;   /* the host finished (value or not) */
     int abandoned; /* the builder stopped waiting: the host's value is the host's to insert */
+    int stored;    /* get_or_create returned: a value handed over is in the cache */
     /* The host's progress on the graph (atomics; v8_lease_progress): its
      * calls in flight, and when the last one began or ended (ms). */
     int busy;
@@ -154,6 +155,8 @@ static void *helper(void *arg) {
     } else {
         set_state(l, LEASE_NONE);
     }
+    l->stored = 1;
+    pthread_cond_broadcast(&l->cv);
     pthread_mutex_unlock(&l->mu);
     unref(l);
     return NULL;
@@ -216,6 +219,13 @@ int v8_lease_finish(struct v8_lease *l, const void *value, size_t len) {
     }
     l->done = 1;
     pthread_cond_broadcast(&l->cv);
+    /* A value handed over is stored before the host goes on (a program
+     * that exits next must not lose it), waiting at most a few seconds
+     * for a file lock. */
+    struct timespec until;
+    deadline_at(&until, CLOCK_REALTIME, mono_ms() + 5000);
+    int rc = 0;
+    while (taken && !l->stored && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&l->cv, &l->mu, &until);
     pthread_mutex_unlock(&l->mu);
     unref(l);
     return taken;

@@ -174,6 +174,7 @@ static void served_failed(struct v8_graph *g) {
 
 cudnnStatus_t v8_execute(cudnnHandle_t h, void *plan, void *pack) {
     const struct v8_real *r = v8_real();
+    COUNT_V8(v8_looked_execs);
     pthread_mutex_lock(&v8_mu);
     struct v8_shadow *p = v8_shadow_typed(plan, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
     struct v8_graph *g = p ? p->g : NULL;
@@ -246,6 +247,10 @@ cudnnStatus_t v8_execute(cudnnHandle_t h, void *plan, void *pack) {
         v8_close_window(g);
     }
     if (st == CUDNN_STATUS_SUCCESS && p && p->g == g) {
+        /* A plan run again after another: the host's run of its choice
+         * (a timing loop goes from plan to plan and does not come back). */
+        g->revisit = p->ok_runs > 0 && g->last_run != p->desc;
+        g->last_run = p->desc;
         if (p->ok_runs++ == 0) g->ran++;
         if (p->stored >= 0 && p->desc != g->candidate) g->timed |= 1u << p->stored;
         if ((g->phase == G_RECORDING || g->phase == G_ASIDE) && g->post && !g->recorded) to_record = plan;
@@ -261,8 +266,9 @@ cudnnStatus_t v8_execute(cudnnHandle_t h, void *plan, void *pack) {
 }
 
 /* ---- destroys --------------------------------------------------------------- */
-/* The choice: the first good execute once the graph or a timed plan is
- * gone (post), or the one plan left of several. */
+/* The choice: the plan run again after timing once a timed plan is gone,
+ * else the first good execute after that (post; the graph gone counts
+ * too), or the one plan left of several when it was the last one run. */
 
 int v8_destroying(void *desc, cudnnStatus_t *st) {
     void *to_record = NULL, *cfg = NULL;
@@ -291,14 +297,18 @@ int v8_destroying(void *desc, cudnnStatus_t *st) {
              * plan is left of several, it is the host's choice. */
             if (s->ok_runs > 0) g->post = 1;
             struct v8_shadow *left = g->plans == 1 && g->executed ? g->plan_list : NULL;
-            if (left && left->ok_runs > 0) {
+            if (left && left->ok_runs > 0 && left->desc == g->last_run) {
                 to_record = left->desc;
-                v8_graph_ref(g);
+            } else if (g->post && g->revisit && v8_shadow_typed(g->last_run, s->type)) {
+                /* The host ran a plan again after timing: its choice (this
+                 * very plan perhaps: it is read before it goes). */
+                to_record = g->last_run;
             }
-        } else if (g->phase == G_SERVING && (g->plans <= 1 || s->desc == g->candidate)) {
-            /* The others are gone, or the plan that served is: nothing is
-             * refused any more. */
-            v8_close_window(g);
+            if (to_record) v8_graph_ref(g);
+        } else if (g->phase == G_SERVING && s->desc == g->candidate) {
+            v8_close_window(g); /* the plan that served is gone: nothing is refused any more */
+        } else if (g->phase == G_SERVING && g->plans <= 1) {
+            g->earnest = 1; /* the others are gone: the candidate's next run is in earnest */
         }
     } else if (s && s->g && s->type == CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR) {
         s->g->graph_gone = 1;

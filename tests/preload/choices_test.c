@@ -87,6 +87,21 @@ int main(void) {
     CHECK(v8_choices_decode(NULL, n2, &got) == -1 && v8_choices_decode(v, 7, &got) == -1);
     /* Cap too small to encode: nothing written. */
     CHECK(v8_choices_encode(&l, v, 8 + sizeof a) == 0);
+    /* A choice served that failed after timing: the list is dropped, and
+     * reads back as no choice with the mark (the next process stands
+     * aside); "CCV2" with no choice, or anything after the count, is not. */
+    struct v8_choices none;
+    v8_choices_merge(&l, 0, NULL, 0, &none);
+    CHECK(none.n == 0 && none.dropped);
+    size_t n0 = v8_choices_encode(&none, v, sizeof v);
+    CHECK(n0 == 8 && v8_choices_decode(v, n0, &got) == 0 && got.n == 0 && got.dropped);
+    CHECK(v8_choices_decode(v, n0 + 1, &got) == -1 && !got.dropped);
+    uint32_t magic2 = V8_VALUE_MAGIC2;
+    memcpy(v, &magic2, 4);
+    CHECK(v8_choices_decode(v, n0, &got) == -1);
+    /* Then the host's choice replaces it. */
+    v8_choices_merge(&none, 0, &a, 0, &l);
+    CHECK(l.n == 1 && !l.dropped);
     puts("choices_test: ok");
     return 0;
 }
