@@ -71,8 +71,10 @@ v8fe-preload-test: $(V8FE_PROG) $(LIB) $(PRELOAD_LIB) $(BUILD)/convcache
 	V8_FILTERS="--deterministic --no-tf32" V8_NO_FORK=1 sh tests/preload/v8_run.sh $(BUILD) torch_like --report $(V8FE_PROG)
 
 # frontend_hosts: fe_graph.cpp alone includes cudnn_frontend.h; the tensors
-# are torch_conv.o's.
+# are torch_conv.o's; fe_runtime.cpp has the CUDA runtime, NVRTC and cuDNN
+# entry points the v1 graph API links to and the stand-ins lack.
 V8FE_HOSTS     := $(V8FE_DIR)/frontend_hosts
+V8FE_HOSTS_OBJ := $(V8FE_DIR)/frontend_hosts.o $(V8FE_DIR)/fe_graph.o $(V8FE_DIR)/fe_runtime.o $(V8FE_DIR)/torch_conv.o
 
 $(V8FE_DIR)/fe_graph.o: tests/v8fe/fe_graph.cpp tests/v8fe/fe_graph.hpp tests/v8fe/torch_conv.hpp \
   tests/v8fe/conv_shapes.hpp $(NVIDIA_FE_STAMP) $(NVIDIA_STAMP)
@@ -84,8 +86,12 @@ $(V8FE_DIR)/frontend_hosts.o: tests/v8fe/frontend_hosts.cpp tests/v8fe/fe_graph.
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) $(V8FE_FLAGS) -c -o $@ $<
 
-$(V8FE_HOSTS): $(V8FE_DIR)/frontend_hosts.o $(V8FE_DIR)/fe_graph.o $(V8FE_DIR)/torch_conv.o $(STANDINS) $(STANDIN_CUDART)
-	$(CXX) $(CXXFLAGS) -o $@ $(V8FE_DIR)/frontend_hosts.o $(V8FE_DIR)/fe_graph.o $(V8FE_DIR)/torch_conv.o $(V8FE_LINK)
+$(V8FE_DIR)/fe_runtime.o: tests/v8fe/fe_runtime.cpp $(NVIDIA_FE_STAMP) $(NVIDIA_STAMP)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS) $(V8FE_FLAGS) -c -o $@ $<
+
+$(V8FE_HOSTS): $(V8FE_HOSTS_OBJ) $(STANDINS) $(STANDIN_CUDART)
+	$(CXX) $(CXXFLAGS) -o $@ $(V8FE_HOSTS_OBJ) $(V8FE_LINK)
 
 .PHONY: v8fe-hosts-test
 v8fe-hosts-test: $(V8FE_HOSTS) $(LIB) $(PRELOAD_LIB) $(BUILD)/convcache
