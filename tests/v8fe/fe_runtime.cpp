@@ -1,11 +1,15 @@
 // The CUDA runtime, NVRTC and cuDNN entry points that cudnn_frontend's v1
 // graph API links to beyond what the stand-ins (tests/preload) have, for
-// tests/v8fe/frontend_hosts. A convolution graph calls two of them:
+// tests/v8fe/frontend_hosts. A convolution graph calls three of them:
 //   cudaDeviceGetAttribute            check_support reads the compute
 //                                     capability: the stand-in driver's
 //   cudaGetDriverEntryPointByVersion  execute looks for cuCtxGetCurrent:
 //                                     "not found", so the frontend leaves
 //                                     the thread's context alone
+//   cudaStreamGetCaptureInfo          execute asks whether the stream is
+//                                     being captured (to keep a plan whose
+//                                     behavior notes are unknown alive in
+//                                     the CUDA graph): it is not
 // The others belong to paths a convolution does not take (runtime-compiled
 // engines, CUDA graph capture, workspace overrides): each ends the program
 // with a message, so that a new call is seen rather than answered wrongly.
@@ -28,8 +32,10 @@ namespace {
 extern "C" {
 
 cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int device) {
-    // cudaDevAttr* and CU_DEVICE_ATTRIBUTE_* share their values.
-    CUresult r = cuDeviceGetAttribute(value, static_cast<CUdevice_attribute>(attr), device);
+    // cudaDevAttr* and CU_DEVICE_ATTRIBUTE_* share their values; the runtime
+    // initializes the driver first.
+    CUresult r = cuInit(0);
+    if (r == CUDA_SUCCESS) r = cuDeviceGetAttribute(value, static_cast<CUdevice_attribute>(attr), device);
     return r == CUDA_SUCCESS ? cudaSuccess : r == CUDA_ERROR_INVALID_DEVICE ? cudaErrorInvalidDevice : cudaErrorInvalidValue;
 }
 
@@ -37,6 +43,19 @@ cudaError_t cudaGetDriverEntryPointByVersion(const char *, void **fn, unsigned i
                                              cudaDriverEntryPointQueryResult *result) {
     if (fn) *fn = nullptr;
     if (result) *result = cudaDriverEntryPointSymbolNotFound;
+    return cudaSuccess;
+}
+
+// No stream is ever captured here.
+cudaError_t cudaStreamGetCaptureInfo(cudaStream_t, cudaStreamCaptureStatus *status, unsigned long long *id,
+                                     cudaGraph_t *graph, const cudaGraphNode_t **deps, const cudaGraphEdgeData **edges,
+                                     size_t *ndeps) {
+    if (status) *status = cudaStreamCaptureStatusNone;
+    if (id) *id = 0;
+    if (graph) *graph = nullptr;
+    if (deps) *deps = nullptr;
+    if (edges) *edges = nullptr;
+    if (ndeps) *ndeps = 0;
     return cudaSuccess;
 }
 
@@ -53,8 +72,6 @@ NOT_HERE(cudaError_t, cudaLibraryUnload, cudaLibrary_t)
 NOT_HERE(cudaError_t, cudaMemcpyAsync, void *, const void *, size_t, cudaMemcpyKind, cudaStream_t)
 NOT_HERE(cudaError_t, cudaMemsetAsync, void *, int, size_t, cudaStream_t)
 NOT_HERE(cudaError_t, cudaPointerGetAttributes, cudaPointerAttributes *, const void *)
-NOT_HERE(cudaError_t, cudaStreamGetCaptureInfo, cudaStream_t, cudaStreamCaptureStatus *, unsigned long long *,
-         cudaGraph_t *, const cudaGraphNode_t **, const cudaGraphEdgeData **, size_t *)
 NOT_HERE(cudaError_t, cudaUserObjectCreate, cudaUserObject_t *, void *, cudaHostFn_t, unsigned int, unsigned int)
 NOT_HERE(cudaError_t, cudaUserObjectRelease, cudaUserObject_t, unsigned int)
 NOT_HERE(cudnnStatus_t, cudnnGetExecutionPlanWorkspaceSize, cudnnHandle_t, cudnnBackendDescriptor_t,
