@@ -5,7 +5,7 @@
 // linked against the stand-in cuDNN and CUDA runtime (tests/preload).
 //
 // usage: frontend_hosts --mode autotune|keep|ahead [--shapes N]
-//                       [--iterations N] [--limit N] --report FILE
+//                       [--iterations N] [--limit N] [--hold PATH] --report FILE
 //
 //   autotune  per shape: build, Graph::autotune, then execute (the
 //             candidate autotune put first) --iterations times
@@ -19,6 +19,9 @@
 //             autotune every shape; then execute each shape's candidate
 //             --iterations times
 //   --shapes N  the first N of conv_shapes.hpp's 12 (default: all)
+//   --hold PATH ahead: once every graph is built, create PATH.built and
+//               wait (at most 120 s) for PATH.go before going on: a
+//               process that holds built plans and makes no progress
 //
 // The report: one line per step, fields "NAME=VALUE" separated by spaces:
 //   mode=M shape=S step=STEP idx=I plan=TAG status=ST sum=HEX ws=W
@@ -56,6 +59,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 using namespace v8fe;
 
 namespace {
@@ -66,12 +71,13 @@ struct Args {
     int iterations = 3;
     int64_t limit = 0;
     const char *report = nullptr;
+    std::string hold;
 };
 
 [[noreturn]] void usage(const char *why) {
     std::fprintf(stderr,
                  "frontend_hosts: %s\nusage: frontend_hosts --mode autotune|keep|ahead [--shapes N] "
-                 "[--iterations N] [--limit N] --report FILE\n",
+                 "[--iterations N] [--limit N] [--hold PATH] --report FILE\n",
                  why);
     std::exit(2);
 }
@@ -93,6 +99,7 @@ Args parse(int argc, char **argv) {
         else if (!std::strcmp(f, "--iterations")) a.iterations = static_cast<int>(number(f, v, 1, 1000)), i++;
         else if (!std::strcmp(f, "--limit")) a.limit = number(f, v, 0, 1000), i++;
         else if (!std::strcmp(f, "--report") && v) a.report = v, i++;
+        else if (!std::strcmp(f, "--hold") && v) a.hold = v, i++;
         else usage((std::string("unknown argument ") + f).c_str());
     }
     if (a.mode != "autotune" && a.mode != "keep" && a.mode != "ahead") usage("--mode: autotune, keep or ahead");
@@ -157,6 +164,7 @@ public:
                 all.emplace_back(new Shape(handle_, cv));
                 if (build(*all.back())) built.push_back(all.back().get());
             }
+            if (!a_.hold.empty()) hold(a_.hold);
             for (Shape *s : built) tune(*s);
             for (Shape *s : built) chosen(*s);
         }
@@ -222,6 +230,12 @@ private:
         for (int it = 0; it < a_.iterations; it++) st = run_plan(s, -1, sum);
         line(s, "chosen", -1, s.g.candidate_tag(), st, sum, -1);
         if (st != "ok") fail(s, "the chosen plan failed: " + st);
+    }
+
+    // hold: PATH.built made, PATH.go awaited (120 s at most).
+    static void hold(const std::string &path) {
+        if (!std::ofstream(path + ".built")) throw std::runtime_error("cannot create " + path + ".built");
+        for (int i = 0; i < 12000 && !std::ifstream(path + ".go"); i++) usleep(10000);
     }
 
     void keep(Shape &s) {
