@@ -38,14 +38,19 @@
 #             every graph built and makes no progress (see below)
 #   outputs   every (shape, plan) gives one output, in every run
 #
-# Issue 28 (commit 03fdf72's interposer): "choice" fails for all three
-# modes (a v1 graph destroys its plans only with the graph: the plan left
-# last is stored, not the host's), so "served"/"same" may too where a wrong
-# choice stands aside, and "faults: finalize" fails (a deferred finalize
-# reports SUCCESS for a plan cuDNN cannot build), "keep3, run 2" fails
-# (the others' first executes after the choice are refused), and "two ahead
-# hosts: B" fails (B waits in heuristics finalize for A's lease, past 40 s).
-# The lead's fixes make them pass; the base checks pass today.
+# On commit 03fdf72's interposer (issue 28), these fail; the rest pass,
+# and every check without convcache passes:
+#   choice (autotune, keep, keep3, ahead)  a v1 graph destroys its plans
+#           only with the graph, in index order: the interposer stores the
+#           plan left last (autotune: the slowest), not the host's choice
+#   keep3, run 2 (same)  plans first run after the host ran its choice are
+#           refused (NOT_SUPPORTED): the window stays open while 2+ live
+#   two ahead hosts: B  B waits in heuristics finalize for A's lease
+#   fail-finalize  a deferred finalize reports SUCCESS for a plan cuDNN
+#           cannot build; its later execute returns NOT_SUPPORTED where the
+#           host, without convcache, never had the plan
+#   served (any mode, now and then)  the choice recorded as the last graph
+#           is destroyed, at exit, is at times not found by run 2
 #
 # usage: hosts_run.sh BUILD
 set -u
