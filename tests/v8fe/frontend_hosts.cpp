@@ -27,7 +27,8 @@
 //   mode=M shape=S step=STEP idx=I plan=TAG status=ST sum=HEX ws=W
 // steps:
 //   build   the graph's build (fe_graph.hpp: "ok" or "<call>:<status>"),
-//           idx the number of plans built (get_execution_plan_count)
+//           idx the graph's plans (get_execution_plan_count: one per
+//           heuristics config, built or not)
 //   plan    one per plan index after build_plans(ALL): its tag, whether it
 //           built (the workspace query's status), its workspace
 //   tune    keep: one per plan timed, the warm-up's status; autotune and
@@ -36,8 +37,9 @@
 //   later   keep: every plan index run after the chosen one
 //   again   keep: the chosen plan once more, after them
 // sum is the FNV-1a of the output's bytes ("-": the execute failed,
-// "unwritten": it succeeded and wrote nothing); TAG is the stand-in's tag
-// (cudnn_frontend's plan name, ':' for '=').
+// "unwritten": it succeeded and wrote nothing); TAG is cudnn_frontend's
+// plan name with ':' for '=' (the stand-in's tag, knobs in the frontend's
+// order).
 //
 // Exit 1 (with the reason on stderr) when the host could not go on as it
 // would: a shape with no plan that runs, or a plan that gave two outputs.
