@@ -12,6 +12,13 @@
 #                      serves the default path (tests/preload/v8_run.sh: run
 #                      2 times one plan per shape; every change run 2 may
 #                      bring; single flight; strict, ro, recache, off)
+#   make v8fe-hosts-test  hosts beyond PyTorch's sequence (issue 28) on the
+#                      real cudnn_frontend's v1 graph API
+#                      (tests/v8fe/frontend_hosts: build_plans(ALL) with
+#                      Graph::autotune, a host that keeps every plan and
+#                      runs the others after its choice, a host that builds
+#                      every shape ahead), without and under `convcache
+#                      run` (tests/v8fe/hosts_run.sh)
 #
 # The stand-in CUDA runtime, $(STANDIN_CUDART), is built here too.
 
@@ -24,7 +31,7 @@ V8FE_FLAGS      = $(NVIDIA_REAL_CFLAGS) $(NVIDIA_FE_CFLAGS)
 V8FE_LINK      := -L$(STANDIN_DIR) -l:libcudnn.so.9 -l:libcudart.so.13 -l:libcuda.so.1 \
                   -Wl,-rpath,$(ABS_BUILD)/tests/preload -ldl -lpthread
 
-TEST_TARGETS   += v8fe-test v8fe-preload-test
+TEST_TARGETS   += v8fe-test v8fe-preload-test v8fe-hosts-test
 
 $(STANDIN_CUDART): tests/preload/standin_cudart.c $(STANDIN_DIR)/libcuda.so.1
 	@mkdir -p $(@D)
@@ -62,3 +69,30 @@ v8fe-test: $(V8FE_PROG) $(V8FE_DIR)/conv_v8_frontend.o
 .PHONY: v8fe-preload-test
 v8fe-preload-test: $(V8FE_PROG) $(LIB) $(PRELOAD_LIB) $(BUILD)/convcache
 	V8_FILTERS="--deterministic --no-tf32" V8_NO_FORK=1 sh tests/preload/v8_run.sh $(BUILD) torch_like --report $(V8FE_PROG)
+
+# frontend_hosts: fe_graph.cpp alone includes cudnn_frontend.h; the tensors
+# are torch_conv.o's; fe_runtime.cpp has the CUDA runtime, NVRTC and cuDNN
+# entry points the v1 graph API links to and the stand-ins lack.
+V8FE_HOSTS     := $(V8FE_DIR)/frontend_hosts
+V8FE_HOSTS_OBJ := $(V8FE_DIR)/frontend_hosts.o $(V8FE_DIR)/fe_graph.o $(V8FE_DIR)/fe_runtime.o $(V8FE_DIR)/torch_conv.o
+
+$(V8FE_DIR)/fe_graph.o: tests/v8fe/fe_graph.cpp tests/v8fe/fe_graph.hpp tests/v8fe/torch_conv.hpp \
+  tests/v8fe/conv_shapes.hpp $(NVIDIA_FE_STAMP) $(NVIDIA_STAMP)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS) $(V8FE_FLAGS) -c -o $@ $<
+
+$(V8FE_DIR)/frontend_hosts.o: tests/v8fe/frontend_hosts.cpp tests/v8fe/fe_graph.hpp tests/v8fe/torch_conv.hpp \
+  tests/v8fe/conv_shapes.hpp $(NVIDIA_STAMP)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS) $(V8FE_FLAGS) -c -o $@ $<
+
+$(V8FE_DIR)/fe_runtime.o: tests/v8fe/fe_runtime.cpp $(NVIDIA_FE_STAMP) $(NVIDIA_STAMP)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS) $(V8FE_FLAGS) -c -o $@ $<
+
+$(V8FE_HOSTS): $(V8FE_HOSTS_OBJ) $(STANDINS) $(STANDIN_CUDART)
+	$(CXX) $(CXXFLAGS) -o $@ $(V8FE_HOSTS_OBJ) $(V8FE_LINK)
+
+.PHONY: v8fe-hosts-test
+v8fe-hosts-test: $(V8FE_HOSTS) $(LIB) $(PRELOAD_LIB) $(BUILD)/convcache
+	$(CXX_CLEAN_ENV) sh tests/v8fe/hosts_run.sh $(BUILD)
