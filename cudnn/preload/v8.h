@@ -289,9 +289,9 @@ void v8_close_window(struct v8_graph *g);
 static inline int v8_graph_open(const struct v8_graph *g) { return g && g->phase != G_DONE; }
 
 /* v8_moved_on is called when this thread starts on graph g (a graph or
- * heuristics finalized, a plan of it executed; g NULL: an unknown one): the
- * window of a graph this thread was timing closes, since a timing loop does
- * not leave its graph before it ends (v8_mu held). */
+ * heuristics finalized, a plan of it executed): the window of a graph
+ * whose stored choice this thread was timing closes, since a timing loop
+ * does not leave its graph before it ends (v8_mu held). */
 void v8_moved_on(struct v8_graph *g);
 
 /* v8_plan_choice reads the choice a plan runs (engine code): 0 or -1. */

@@ -41,9 +41,14 @@ static __thread struct v8_graph *timing_here;
 void v8_moved_on(struct v8_graph *g) {
     struct v8_graph *was = timing_here;
     if (was == g) return;
-    if (was) {
+    if (was && was->phase == G_SERVING) {
         v8_graph_ref(was);
         v8_close_window(was); /* lets go of timing_here's reference */
+        v8_graph_unref(was);
+    } else if (was) {
+        /* A graph being learnt stays watched: a host that times several
+         * graphs and then runs their choices is learnt when it does. */
+        timing_here = NULL;
         v8_graph_unref(was);
     }
     if (v8_graph_open(g) && g->executed) {

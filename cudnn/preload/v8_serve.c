@@ -249,7 +249,7 @@ cudnnStatus_t v8_execute(cudnnHandle_t h, void *plan, void *pack) {
     if (st == CUDNN_STATUS_SUCCESS && p && p->g == g) {
         /* A plan run again after another: the host's run of its choice
          * (a timing loop goes from plan to plan and does not come back). */
-        g->revisit = p->ok_runs > 0 && g->last_run != p->desc;
+        if (g->last_run != p->desc) g->revisit = p->ok_runs > 0;
         g->last_run = p->desc;
         if (p->ok_runs++ == 0) g->ran++;
         if (p->stored >= 0 && p->desc != g->candidate) g->timed |= 1u << p->stored;
@@ -266,7 +266,8 @@ cudnnStatus_t v8_execute(cudnnHandle_t h, void *plan, void *pack) {
 }
 
 /* ---- destroys --------------------------------------------------------------- */
-/* The choice: the plan run again after timing once a timed plan is gone,
+/* The choice, once timing is over (a timed plan goes): the plan that ran
+ * again after others, or the plan that ran last if it is the first to go,
  * else the first good execute after that (post; the graph gone counts
  * too), or the one plan left of several when it was the last one run. */
 
@@ -295,10 +296,17 @@ int v8_destroying(void *desc, cudnnStatus_t *st) {
              * loop that keeps its plans in a set ordered by time drops one
              * of two that time the same, before choosing.) And once one
              * plan is left of several, it is the host's choice. */
+            int first = !g->post && s->ok_runs > 0;
             if (s->ok_runs > 0) g->post = 1;
             struct v8_shadow *left = g->plans == 1 && g->executed ? g->plan_list : NULL;
             if (left && left->ok_runs > 0 && left->desc == g->last_run) {
                 to_record = left->desc;
+            } else if (first && desc == g->last_run) {
+                /* The first plan to go after timing is the one that ran
+                 * last: the host ran its choice, then let go of its plans
+                 * in its own order (a v1 graph: fastest first). Or it is
+                 * one of two that timed alike, as good as the other. */
+                to_record = desc;
             } else if (g->post && g->revisit && v8_shadow_typed(g->last_run, s->type)) {
                 /* The host ran a plan again after timing: its choice (this
                  * very plan perhaps: it is read before it goes). */
