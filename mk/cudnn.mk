@@ -96,15 +96,22 @@ install-preload: $(PRELOAD_LIB)
 	install -m 0755 $(PRELOAD_LIB) $(DESTDIR)$(LIBDIR)/
 
 # make bench-v8-preload: the default (v8) path through the interposer on the
-# stand-in: run 2 against run 1 time choosing plans, and the warm execute's
-# overhead (bench/v8/run.sh); part of make bench.
+# stand-in: run 2 against run 1 time choosing plans, the warm execute's
+# overhead, and a million live descriptors (bench/v8/run.sh); part of make
+# bench.
 $(BUILD)/bench/v8/libcudnn.so.9: bench/v8/fake_cudnn.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -fPIC -shared -Wl,-soname,libcudnn.so.9 -o $@ $<
 $(BUILD)/bench/v8/exec_overhead: bench/v8/exec_overhead.c $(BUILD)/bench/v8/libcudnn.so.9
 	$(CC) $(CFLAGS) -o $@ $< -L$(BUILD)/bench/v8 -l:libcudnn.so.9 -Wl,-rpath,'$$ORIGIN' -ldl
 
+$(BUILD)/bench/v8/shadow_scale: bench/v8/shadow_scale.c cudnn/engine/backend_api.h $(STANDINS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Icudnn/engine -o $@ $< -L$(STANDIN_DIR) -l:libcudnn.so.9 -l:libcuda.so.1 \
+	  -Wl,-rpath,$(ABS_BUILD)/tests/preload
+
 .PHONY: bench-v8-preload
-bench-v8-preload: $(PRELOAD_LIB) $(LIB) $(BUILD)/convcache $(BUILD)/tests/v8fe/torch_like $(BUILD)/bench/v8/exec_overhead
+bench-v8-preload: $(PRELOAD_LIB) $(LIB) $(BUILD)/convcache $(BUILD)/tests/v8fe/torch_like $(BUILD)/bench/v8/exec_overhead \
+  $(BUILD)/bench/v8/shadow_scale
 	sh bench/v8/run.sh $(BUILD) $(BUILD)/tests/v8fe/torch_like --report
 BENCH_TARGETS += bench-v8-preload

@@ -13,6 +13,8 @@
 #   2. the warm execute's overhead: exec_overhead (bench/v8) under the
 #      interposer, against a cuDNN whose execute returns at once. Target:
 #      <= 50 ns added.
+#   3. many live descriptors: bench/v8/shadow_scale with and without the
+#      interposer (below). Target: <= 1.5x the time without at 1M live.
 # ROUNDS pairs are run (3 by default); the medians are printed.
 #
 # usage: run.sh BUILD PROGRAM [ARGS...]   (PROGRAM writes its report to the
@@ -60,3 +62,34 @@ echo "| plans built/timed, all convolutions (the stand-in's counts) | $(counts "
 echo "| warm cudnnBackendExecute, ns added by the interposer (median of $rounds) | | $over | | <= 50 ns: $overv |"
 echo
 echo "exec_overhead, one run: $direct"
+
+# 3. many live descriptors (bench/v8/shadow_scale): N tensors created,
+#    set and finalized, then destroyed, with and without the interposer,
+#    against the stand-in cuDNN; ROUNDS alternating pairs, medians of the
+#    process's CPU time. Target: with <= 1.5x without at 1M live.
+scale() { # N [bare]: one row, the medians of ROUNDS pairs
+    mode=${2-}
+    i=0
+    while [ "$i" -lt "$rounds" ]; do
+        i=$((i + 1))
+        a=$("$build/bench/v8/shadow_scale" "$@")
+        b=$(LD_PRELOAD="$build/libconvcache_preload.so" "$build/bench/v8/shadow_scale" "$@")
+        echo "$a" | sed -n 's/.*create_ms=\([0-9.]*\) destroy_ms=\([0-9.]*\) rss_per_desc=\([0-9]*\).*/\1 \2 \3/p' |
+            awk '{printf "%.1f %d ", $1 + $2, $3}' >>"$tmp/scale.$1$mode"
+        echo "$b" | sed -n 's/.*create_ms=\([0-9.]*\) destroy_ms=\([0-9.]*\) rss_per_desc=\([0-9]*\).*/\1 \2 \3/p' |
+            awk '{printf "%.1f %d\n", $1 + $2, $3}' >>"$tmp/scale.$1$mode"
+    done
+    without=$(awk '{print $1}' "$tmp/scale.$1$mode" | median)
+    with=$(awk '{print $3}' "$tmp/scale.$1$mode" | median)
+    bytes=$(awk '{print $4 - $2}' "$tmp/scale.$1$mode" | median)
+    ratio=$(awk -v a="$with" -v b="$without" 'BEGIN {printf "%.2f", a / b}')
+    verdict=$(awk -v r="$ratio" -v n="$1" 'BEGIN {print n < 1000000 ? "" : r <= 1.5 ? "<= 1.5x: HOLDS" : "<= 1.5x: MISSED"}')
+    echo "| $1 live${mode:+ ($mode: no attributes)} | $without | $with | ${ratio}x | $bytes | $verdict |"
+}
+echo
+echo "| live tensors (created, attributes set, finalized; then destroyed), CPU ms, median of $rounds | without | with convcache | ratio | interposer bytes per descriptor | target |"
+echo "|---|---:|---:|---:|---:|---|"
+scale 100000
+scale 1000000
+scale 1000000 bare
+scale 1500000

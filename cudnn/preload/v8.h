@@ -95,16 +95,16 @@ struct v8_graph;
  * of a host cost little. */
 struct v8_shadow {
     void *desc;
-    struct v8_shadow *next; /* in its bucket */
     /* The graph this descriptor belongs to (graph, heuristics, engine,
      * engine config, plan), counted in its refs. */
     struct v8_graph *g;
     /* Tensor, convolution, operation and graph: the attributes as set,
      * encoded (v8_key.c); bad when one cannot be keyed. */
     unsigned char *attrs;
-    uint32_t attrs_len;
+    uint16_t attrs_len;
+    uint16_t attrs_room; /* inline_attrs: the bytes after the common part */
     uint8_t type;
-    uint8_t finalized : 1, bad : 1;
+    uint8_t finalized : 1, bad : 1, inline_attrs : 1;
     /* Plan: counted in the execute filter (v8_watch.c); deferred:
      * finalized for the host, not yet in cuDNN (v8_plans.c), and being
      * made real by one thread (materializing). Engine
@@ -146,17 +146,29 @@ struct v8_shadow {
  * cuDNN makes back into this library pass straight through: in_real). */
 extern pthread_mutex_t v8_mu;
 
+/* v8_shadow_prefetch starts loading desc's slot of the table (v8_mu not
+ * needed): a lookup that follows a call into cuDNN finds it in cache. */
+void v8_shadow_prefetch(const void *desc);
 /* v8_shadow_get returns desc's shadow or NULL (v8_mu held). */
 struct v8_shadow *v8_shadow_get(const void *desc);
 /* v8_shadow_typed is the same for a descriptor of type only: the typed
  * part of a shadow is read through it. */
 struct v8_shadow *v8_shadow_typed(const void *desc, int type);
+/* v8_shadow_attrs_grow makes room for cap bytes of s's encoded
+ * attributes; it returns s, moved perhaps (the table follows), or NULL
+ * with s unchanged when there is no memory (v8_mu held). */
+struct v8_shadow *v8_shadow_attrs_grow(struct v8_shadow *s, size_t cap);
+/* v8_shadow_attrs_room is the room s has for its attributes in place, 0
+ * when they are allocated apart. */
+size_t v8_shadow_attrs_room(const struct v8_shadow *s);
 /* v8_shadow_tracked_type reports whether descriptors of type get a shadow. */
 int v8_shadow_tracked_type(int type);
-/* v8_shadow_add tracks a new descriptor (v8_mu held); silently does
- * nothing past the bound on live shadows (the descriptor is then unknown,
- * and a graph made of it is passed through). */
-void v8_shadow_add(void *desc, int type);
+/* v8_shadow_new makes the shadow of a new descriptor (v8_mu not needed),
+ * and v8_shadow_add tracks it (v8_mu held); past the bound on live
+ * shadows it is freed instead (the descriptor is then unknown, and a graph
+ * made of it is passed through). */
+struct v8_shadow *v8_shadow_new(void *desc, int type);
+void v8_shadow_add(struct v8_shadow *s);
 /* v8_shadow_drop forgets desc (v8_mu held), dropping its graph reference. */
 void v8_shadow_drop(const void *desc);
 /* v8_shadow_plan_join puts plan p on its graph's list of finalized plans,
@@ -200,8 +212,8 @@ void v8_watch_update(struct v8_shadow *p);
 /* ---- keys (v8_key.c) ---------------------------------------------------- */
 
 /* v8_attrs_put records one attribute in s's encoding; sub-descriptors are
- * encoded by content (their shadows' encodings). */
-void v8_attrs_put(struct v8_shadow *s, int name, int type, int64_t count, const void *elements);
+ * encoded by content (their shadows' encodings). s may move (returned). */
+struct v8_shadow *v8_attrs_put(struct v8_shadow *s, int name, int type, int64_t count, const void *elements);
 
 /* v8_key builds graph's key into out (CONVCACHE_KEY_MAX) from its one
  * operation; returns the length, or 0 when the graph is not one the

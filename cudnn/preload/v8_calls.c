@@ -76,8 +76,10 @@ EXPORT cudnnStatus_t cudnnBackendCreateDescriptor(cudnnBackendDescriptorType_t t
     cudnnStatus_t st = r->create(type, desc);
     in_real--;
     if (st == CUDNN_STATUS_SUCCESS && desc && *desc && v8_shadow_tracked_type((int)type)) {
+        v8_shadow_prefetch(*desc); /* while the shadow is made */
+        struct v8_shadow *s = v8_shadow_new(*desc, (int)type);
         pthread_mutex_lock(&v8_mu);
-        v8_shadow_add(*desc, (int)type);
+        v8_shadow_add(s);
         pthread_mutex_unlock(&v8_mu);
     }
     return st;
@@ -86,6 +88,7 @@ EXPORT cudnnStatus_t cudnnBackendCreateDescriptor(cudnnBackendDescriptorType_t t
 EXPORT cudnnStatus_t cudnnBackendDestroyDescriptor(cudnnBackendDescriptor_t desc) {
     REAL_OR(CUDNN_STATUS_NOT_INITIALIZED);
     if (in_real || library_forked()) return r->destroy(desc);
+    v8_shadow_prefetch(desc);
     in_real++;
     cudnnStatus_t st;
     if (v8_destroying(desc, &st)) st = r->destroy(desc);
@@ -134,7 +137,7 @@ static void record_set(void *desc, int name, int type, int64_t count, const void
         }
         return;
     default: /* tensor, convolution, operation, graph */
-        v8_attrs_put(s, name, type, count, elements);
+        (void)v8_attrs_put(s, name, type, count, elements);
     }
 }
 
@@ -197,8 +200,16 @@ EXPORT cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t desc) {
     if (!active()) return r->finalize(desc);
     if (v8_names_destroyed(desc, -1, 0, NULL)) return cudnn_bad_param();
     pthread_mutex_lock(&v8_mu);
-    const struct v8_shadow *s = v8_shadow_get(desc);
+    struct v8_shadow *s = v8_shadow_get(desc);
     int type = s ? s->type : -1;
+    /* The descriptors that only say what they are (tensors, convolutions,
+     * operations, engines, configs) are marked finalized now, and
+     * unmarked in the rare case that cuDNN refuses: one lock, not two, for
+     * each of a host's many tensors. (The host uses a descriptor once its
+     * finalize returned.) */
+    int marked = s && !s->finalized && type != CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR &&
+                 type != CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR && type != CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR;
+    if (marked) s->finalized = 1;
     pthread_mutex_unlock(&v8_mu);
     in_real++;
     cudnnStatus_t st = type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR ? v8_plan_finalize(desc) : r->finalize(desc);
@@ -214,10 +225,10 @@ EXPORT cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t desc) {
     case CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR:
         break;
     default:
-        if (st == CUDNN_STATUS_SUCCESS) {
+        if (st != CUDNN_STATUS_SUCCESS && marked) {
             pthread_mutex_lock(&v8_mu);
             struct v8_shadow *t = v8_shadow_get(desc);
-            if (t) t->finalized = 1;
+            if (t) t->finalized = 0;
             pthread_mutex_unlock(&v8_mu);
         }
     }

@@ -65,8 +65,17 @@ static unsigned get16(const unsigned char *p) { return (unsigned)p[0] | (unsigne
 /* record_len is the length of the record at p (8-byte header + data). */
 static size_t record_len(const unsigned char *p) { return 8 + get16(p + 6); }
 
-/* replace puts rec (n bytes, name first) into s's sorted encoding. */
-static void replace(struct v8_shadow *s, const unsigned char *rec, size_t n) {
+/* capacity is the size of the buffer for an encoding of len bytes: grown
+ * by doubling, so that the few sets of a tensor cost few reallocations. */
+static size_t capacity(size_t len) {
+    size_t c = 128;
+    while (c < len) c *= 2;
+    return c;
+}
+
+/* replace puts rec (n bytes, name first) into s's sorted encoding; it
+ * returns s, which may have moved. */
+static struct v8_shadow *replace(struct v8_shadow *s, const unsigned char *rec, size_t n) {
     unsigned name = get16(rec);
     size_t at = 0, old = 0;
     while (at < s->attrs_len) {
@@ -81,44 +90,47 @@ static void replace(struct v8_shadow *s, const unsigned char *rec, size_t n) {
     size_t len = s->attrs_len - old + n;
     if (len > ATTRS_MAX) {
         s->bad = 1;
-        return;
+        return s;
     }
-    unsigned char *b = malloc(len ? len : 1);
-    if (!b) {
-        s->bad = 1;
-        return;
+    /* In place, the room there is; apart, at least capacity(attrs_len). */
+    size_t room = s->inline_attrs ? v8_shadow_attrs_room(s) : s->attrs ? capacity(s->attrs_len) : 0;
+    if (len > room) {
+        struct v8_shadow *t = v8_shadow_attrs_grow(s, capacity(len));
+        if (!t) {
+            s->bad = 1;
+            return s;
+        }
+        s = t;
     }
-    memcpy(b, s->attrs, at);
-    memcpy(b + at, rec, n);
-    memcpy(b + at + n, s->attrs + at + old, s->attrs_len - at - old);
-    free(s->attrs);
-    s->attrs = b;
-    s->attrs_len = len;
+    memmove(s->attrs + at + n, s->attrs + at + old, s->attrs_len - at - old);
+    memcpy(s->attrs + at, rec, n);
+    s->attrs_len = (uint16_t)len;
+    return s;
 }
 
-void v8_attrs_put(struct v8_shadow *s, int name, int type, int64_t count, const void *elements) {
+struct v8_shadow *v8_attrs_put(struct v8_shadow *s, int name, int type, int64_t count, const void *elements) {
     unsigned char rec[8 + ATTRS_MAX];
     size_t n = 8;
     if (name < 0 || name > 0xFFFF || count < 0 || (count > 0 && !elements)) {
         s->bad = 1;
-        return;
+        return s;
     }
     if (s->type == CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR && type == CUDNN_TYPE_HANDLE &&
         name == CUDNN_ATTR_OPERATIONGRAPH_HANDLE) {
         if (count == 1) memcpy(&s->handle, elements, sizeof s->handle);
-        return; /* which device, not what is computed: not in the key */
+        return s; /* which device, not what is computed: not in the key */
     }
     if (type == CUDNN_TYPE_BACKEND_DESCRIPTOR) {
         if (count > 8) {
             s->bad = 1;
-            return;
+            return s;
         }
         void *const *subs = elements;
         for (int64_t i = 0; i < count; i++) {
             const struct v8_shadow *sub = v8_shadow_get(subs[i]);
             if (!sub || sub->bad || !sub->finalized || n + 4 + sub->attrs_len > sizeof rec) {
                 s->bad = 1;
-                return;
+                return s;
             }
             put16(rec + n, (unsigned)sub->type);
             put16(rec + n + 2, (unsigned)sub->attrs_len);
@@ -133,21 +145,21 @@ void v8_attrs_put(struct v8_shadow *s, int name, int type, int64_t count, const 
         size_t es = elem_size(type);
         if (!es || count > ELEMS_MAX) {
             s->bad = 1;
-            return;
+            return s;
         }
         memcpy(rec + n, elements, (size_t)count * es);
         n += (size_t)count * es;
     }
     if (n - 8 > 0xFFFF) {
         s->bad = 1;
-        return;
+        return s;
     }
     put16(rec, (unsigned)name);
     rec[2] = (unsigned char)type;
     rec[3] = 0;
     put16(rec + 4, (unsigned)count);
     put16(rec + 6, (unsigned)(n - 8));
-    replace(s, rec, n);
+    return replace(s, rec, n);
 }
 
 static int is_conv_op(int type) {
@@ -157,7 +169,7 @@ static int is_conv_op(int type) {
 }
 
 size_t v8_key(const struct v8_shadow *g, unsigned char *out, size_t cap) {
-    if (g->bad || g->nops != 1 || !is_conv_op(g->op_type) || 4 + g->attrs_len > cap) return 0;
+    if (g->bad || g->nops != 1 || !is_conv_op(g->op_type) || 4 + (size_t)g->attrs_len > cap) return 0;
     memcpy(out, "ccg1", 4);
     memcpy(out + 4, g->attrs, g->attrs_len);
     return 4 + g->attrs_len;

@@ -322,14 +322,12 @@ int v8_destroying(void *desc, cudnnStatus_t *st) {
         s->g->graph_gone = 1;
         if (s->g->executed) s->g->post = 1;
     }
-    pthread_mutex_unlock(&v8_mu);
     if (to_record) {
+        pthread_mutex_unlock(&v8_mu);
         record(g, to_record);
         pthread_mutex_lock(&v8_mu);
         v8_graph_unref(g);
-        pthread_mutex_unlock(&v8_mu);
     }
-    pthread_mutex_lock(&v8_mu);
     v8_shadow_drop(desc);
     pthread_mutex_unlock(&v8_mu);
     if (cfg) v8_real()->destroy(cfg);

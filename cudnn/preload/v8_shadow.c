@@ -7,9 +7,10 @@
  * than MAX_LIVE shadows (past that, new descriptors are not tracked and
  * graphs made of them pass through).
  *
- * The table grows with the live shadows (a chain is one long on average,
- * whatever the host keeps alive) and shrinks when most are gone. A tensor's
- * shadow is the common part of struct v8_shadow only (40 bytes, and its
+ * The table grows with the live shadows (a lookup reads one slot or a few
+ * neighbours, whatever the host keeps alive) and shrinks when most are
+ * gone. A tensor's
+ * shadow is the common part of struct v8_shadow only (32 bytes, and its
  * encoded attributes); graphs, heuristics, configs and plans carry their
  * own part too.
  *
@@ -22,15 +23,26 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "v8.h"
 
-#define MIN_BUCKETS 4096
+#define MIN_SLOTS 4096
 #define MAX_LIVE (1 << 21)
 
 pthread_mutex_t v8_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct v8_shadow **table;
-static size_t nbuckets; /* a power of two, or 0 before the first shadow */
+
+/* Open addressing with linear probing: each slot holds the descriptor's
+ * address beside its shadow, so that a lookup reads one slot (or a few
+ * neighbours), never another descriptor's shadow. At most three quarters
+ * of the slots are used; a deletion shifts the run after it back (no
+ * tombstones). */
+struct slot {
+    const void *desc;
+    struct v8_shadow *s;
+};
+static struct slot *table;
+static size_t nslots; /* a power of two, or 0 before the first shadow */
 static long live;
 
 /* A fork while another thread holds v8_mu must not leave the child a mutex
@@ -44,38 +56,80 @@ __attribute__((constructor)) static void v8_shadow_init(void) {
     pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
-static size_t bucket(const void *p, size_t n) {
+static size_t home(const void *p, size_t n) {
     uint64_t v = (uint64_t)(uintptr_t)p;
     v ^= v >> 17;
     v *= 0x9E3779B97F4A7C15ull;
     return (size_t)(v >> 32) & (n - 1);
 }
 
-/* resize moves every shadow to a table of n buckets; on no memory the
- * table stays as it is (longer chains, nothing lost). */
+/* find returns desc's slot, or the empty slot where it would go. */
+static size_t find(const void *desc) {
+    size_t i = home(desc, nslots);
+    while (table[i].desc && table[i].desc != desc) i = (i + 1) & (nslots - 1);
+    return i;
+}
+
+/* A table of 2 MiB or more is mapped in huge pages where the kernel
+ * allows them: lookups land anywhere in it, and with 4 KiB pages each
+ * would miss the TLB too. */
+#define HUGE_BYTES ((size_t)2 << 20)
+
+static struct slot *table_alloc(size_t n) {
+    size_t bytes = n * sizeof(struct slot);
+    if (bytes < HUGE_BYTES) return calloc(n, sizeof(struct slot));
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+    madvise(p, bytes, MADV_HUGEPAGE); /* a hint: 4 KiB pages work too */
+    return p;
+}
+
+static void table_free(struct slot *t, size_t n) {
+    size_t bytes = n * sizeof(struct slot);
+    if (bytes < HUGE_BYTES) free(t);
+    else if (t) munmap(t, bytes);
+}
+
+/* resize moves every shadow to a table of n slots; on no memory the table
+ * stays as it is (fuller, nothing lost). */
 static void resize(size_t n) {
-    struct v8_shadow **t = calloc(n, sizeof *t);
+    struct slot *old = table, *t = table_alloc(n);
+    size_t was = nslots;
     if (!t) return;
-    for (size_t b = 0; b < nbuckets; b++) {
-        struct v8_shadow *s = table[b];
-        while (s) {
-            struct v8_shadow *next = s->next;
-            size_t i = bucket(s->desc, n);
-            s->next = t[i];
-            t[i] = s;
-            s = next;
+    __atomic_store_n(&table, t, __ATOMIC_RELAXED);
+    __atomic_store_n(&nslots, n, __ATOMIC_RELAXED);
+    for (size_t i = 0; i < was; i++)
+        if (old[i].desc) table[find(old[i].desc)] = old[i];
+    table_free(old, was);
+}
+
+/* take empties slot i, shifting back the entries after it that would no
+ * longer be found. */
+static void take(size_t i) {
+    size_t mask = nslots - 1;
+    for (size_t j = (i + 1) & mask; table[j].desc; j = (j + 1) & mask) {
+        size_t h = home(table[j].desc, nslots);
+        /* j's entry may move to i if its home is not in (i, j]. */
+        if (((j - h) & mask) >= ((j - i) & mask)) {
+            table[i] = table[j];
+            i = j;
         }
     }
-    free(table);
-    table = t;
-    nbuckets = n;
+    table[i].desc = NULL;
+    table[i].s = NULL;
+}
+
+void v8_shadow_prefetch(const void *desc) {
+    /* Without v8_mu: a table being replaced makes this a useless hint,
+     * never a fault (a prefetch does not fault). */
+    struct slot *t = __atomic_load_n(&table, __ATOMIC_RELAXED);
+    size_t n = __atomic_load_n(&nslots, __ATOMIC_RELAXED);
+    if (t && n) __builtin_prefetch(&t[home(desc, n)]);
 }
 
 struct v8_shadow *v8_shadow_get(const void *desc) {
-    if (!desc || !nbuckets) return NULL;
-    for (struct v8_shadow *s = table[bucket(desc, nbuckets)]; s; s = s->next)
-        if (s->desc == desc) return s;
-    return NULL;
+    if (!desc || !nslots) return NULL;
+    return table[find(desc)].s;
 }
 
 struct v8_shadow *v8_shadow_typed(const void *desc, int type) {
@@ -102,8 +156,13 @@ int v8_shadow_tracked_type(int type) {
     return 0;
 }
 
+#define HEAD offsetof(struct v8_shadow, handle) /* the common part */
+#define INLINE_ATTRS 128                          /* what a tensor's attributes take, at least */
+
 /* shadow_size is what a shadow of type needs: the common part, and the
- * typed part for the types that have one. */
+ * typed part for the types that have one. The many small descriptors
+ * (tensors, convolutions, operations) keep their attributes in the same
+ * allocation, grown at the first one. */
 static size_t shadow_size(int type) {
     switch (type) {
     case CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR:
@@ -112,46 +171,83 @@ static size_t shadow_size(int type) {
     case CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR:
         return sizeof(struct v8_shadow);
     }
-    return offsetof(struct v8_shadow, handle);
+    return HEAD;
 }
 
-void v8_shadow_add(void *desc, int type) {
-    if (!desc || live >= MAX_LIVE) return;
-    /* cuDNN reused an address we did not see freed: forget the old one. */
-    v8_shadow_drop(desc);
-    if ((size_t)live >= nbuckets) resize(nbuckets ? 2 * nbuckets : MIN_BUCKETS);
-    if (!nbuckets) return;
+/* attrs_inline reports whether type's attributes live in its shadow's own
+ * allocation (room made at the first one: v8_shadow_attrs_grow). */
+static int attrs_inline(int type) {
+    return type == CUDNN_BACKEND_TENSOR_DESCRIPTOR || type == CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR ||
+           type == CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR ||
+           type == CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR ||
+           type == CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR;
+}
+
+size_t v8_shadow_attrs_room(const struct v8_shadow *s) {
+    return s->inline_attrs ? s->attrs_room : 0;
+}
+
+struct v8_shadow *v8_shadow_attrs_grow(struct v8_shadow *s, size_t cap) {
+    if (!s->inline_attrs) {
+        unsigned char *b = realloc(s->attrs, cap);
+        if (!b) return NULL;
+        s->attrs = b;
+        return s;
+    }
+    if (cap > 0xFFFF) return NULL;
+    if (cap < INLINE_ATTRS) cap = INLINE_ATTRS;
+    size_t i = find(s->desc);
+    struct v8_shadow *t = realloc(s, HEAD + cap);
+    if (!t) return NULL;
+    t->attrs = (unsigned char *)t + HEAD;
+    t->attrs_room = (uint16_t)cap;
+    table[i].s = t;
+    return t;
+}
+
+struct v8_shadow *v8_shadow_new(void *desc, int type) {
     size_t size = shadow_size(type);
-    struct v8_shadow *s = calloc(1, size);
-    if (!s) return;
+    struct v8_shadow *s = desc ? calloc(1, size) : NULL;
+    if (!s) return NULL;
+    s->inline_attrs = attrs_inline(type);
     s->desc = desc;
     s->type = (uint8_t)type;
     s->stored = -1;
     if (type == CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR) s->heur_mode = -1;
-    size_t b = bucket(desc, nbuckets);
-    s->next = table[b];
-    table[b] = s;
+    return s;
+}
+
+void v8_shadow_add(struct v8_shadow *s) {
+    if (!s) return;
+    /* cuDNN reused an address we did not see freed: forget the old one. */
+    v8_shadow_drop(s->desc);
+    if (live < MAX_LIVE && (size_t)live * 4 >= nslots * 3) resize(nslots ? 2 * nslots : MIN_SLOTS);
+    if (live >= MAX_LIVE || (size_t)live * 4 >= nslots * 3) { /* past the bound, or no memory to grow */
+        free(s);
+        return;
+    }
+    size_t i = find(s->desc);
+    table[i].desc = s->desc;
+    table[i].s = s;
     live++;
 }
 
 void v8_shadow_drop(const void *desc) {
-    if (!desc || !nbuckets) return;
-    for (struct v8_shadow **p = &table[bucket(desc, nbuckets)]; *p; p = &(*p)->next) {
-        struct v8_shadow *s = *p;
-        if (s->desc != desc) continue;
-        *p = s->next;
-        live--;
-        if (s->type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR) {
-            v8_unwatch(s);
-            v8_shadow_plan_leave(s);
-        }
-        if (s->type == CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR) v8_heur_plan_free(s->heur_plan);
-        if (s->g) v8_graph_unref(s->g);
-        free(s->attrs);
-        free(s);
-        if (nbuckets > MIN_BUCKETS && (size_t)live < nbuckets / 8) resize(nbuckets / 2);
-        return;
+    if (!desc || !nslots) return;
+    size_t i = find(desc);
+    struct v8_shadow *s = table[i].s;
+    if (!s) return;
+    take(i);
+    live--;
+    if (s->type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR) {
+        v8_unwatch(s);
+        v8_shadow_plan_leave(s);
     }
+    if (s->type == CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR) v8_heur_plan_free(s->heur_plan);
+    if (s->g) v8_graph_unref(s->g);
+    if (!s->inline_attrs) free(s->attrs);
+    free(s);
+    if (nslots > MIN_SLOTS && (size_t)live * 8 < nslots) resize(nslots / 2);
 }
 
 void v8_shadow_plan_join(struct v8_shadow *p) {
