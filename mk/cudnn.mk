@@ -9,7 +9,8 @@ PRELOAD_LIB := $(BUILD)/libconvcache_preload.so
 STANDIN_DIR := $(BUILD)/tests/preload
 STANDINS    := $(STANDIN_DIR)/libcuda.so.1 $(STANDIN_DIR)/libcudnn.so.9
 PRELOAD_TEST_BINS := $(STANDIN_DIR)/preload_prog $(STANDIN_DIR)/preload_linked \
-                     $(STANDIN_DIR)/scope_test $(STANDIN_DIR)/v8_prog $(STANDIN_DIR)/choices_test
+                     $(STANDIN_DIR)/scope_test $(STANDIN_DIR)/v8_prog $(STANDIN_DIR)/choices_test \
+                     $(STANDIN_DIR)/dlopen_prog
 PRELOAD_PROG_SRC  := tests/preload/preload_prog.c tests/preload/planted.c tests/preload/args.c
 
 ALL_TARGETS     += $(PRELOAD_LIB)
@@ -83,6 +84,7 @@ $(STANDIN_DIR)/scope_test: tests/preload/scope_test.c $(LIB) $(BUILD)/include/.s
 cudnn-test: $(LIB) $(PRELOAD_LIB) $(STANDINS) $(PRELOAD_TEST_BINS) $(BUILD)/convcache
 	$(STANDIN_DIR)/choices_test
 	sh tests/preload/run.sh $(BUILD)
+	sh tests/preload/dlopen_run.sh $(BUILD)
 	sh tests/preload/v8_run.sh $(BUILD) v8_prog - $(STANDIN_DIR)/v8_prog
 
 install-preload: $(PRELOAD_LIB)
@@ -102,3 +104,10 @@ $(BUILD)/bench/v8/exec_overhead: bench/v8/exec_overhead.c $(BUILD)/bench/v8/libc
 bench-v8-preload: $(PRELOAD_LIB) $(LIB) $(BUILD)/convcache $(BUILD)/tests/v8fe/torch_like $(BUILD)/bench/v8/exec_overhead
 	sh bench/v8/run.sh $(BUILD) $(BUILD)/tests/v8fe/torch_like --report
 BENCH_TARGETS += bench-v8-preload
+
+# preload_prog as a dlopen client (tests/preload/dlopen_shim.c): it links no
+# cuDNN and takes every function with dlsym (tests/preload/dlopen_run.sh).
+$(STANDIN_DIR)/dlopen_prog: $(PRELOAD_PROG_SRC) tests/preload/dlopen_shim.c tests/preload/prog.h \
+  include/convcache.h $(STANDINS)
+	$(CC) $(CFLAGS) -Iinclude -o $@ $(PRELOAD_PROG_SRC) tests/preload/dlopen_shim.c \
+	  -Wl,-rpath,'$$ORIGIN' -ldl -lpthread

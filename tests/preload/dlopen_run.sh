@@ -1,0 +1,92 @@
+#!/bin/sh
+# A program that opens cuDNN with dlopen and takes the v7 find functions
+# with dlsym (as ONNX Runtime's CUDA provider does), under the interposer:
+# build/tests/preload/dlopen_prog (preload_prog over tests/preload/
+# dlopen_shim.c), against the stand-in cuDNN. No GPU needed.
+# Usage: sh tests/preload/dlopen_run.sh BUILD (make cudnn-test).
+set -u
+
+B=$(cd "${1:-build}" && pwd)
+S=$B/tests/preload
+PRELOAD=$B/libconvcache_preload.so
+PROG=$S/dlopen_prog
+T=$(mktemp -d "${TMPDIR:-/tmp}/convcache-dlopen.XXXXXX") || exit 1
+trap 'rm -rf "$T"' EXIT INT TERM
+
+unset CONVCACHE_SCOPE CONVCACHE_TAG CONVCACHE_MODE CONVCACHE_DISABLE CONVCACHE_PRELOAD_LOG \
+    CONVCACHE_CUDA_LIBRARY CONVCACHE_CUDNN_LIBRARY CONVCACHE_SYSTEM_PATH CONVCACHE_REMOTE \
+    CONVCACHE_VERBOSE STANDIN_FIND_STATUS STANDIN_BAD_ALGO STANDIN_DRIVER_VERSION \
+    STANDIN_CUDNN_VERSION STANDIN_POISON STANDIN_TOTAL_MEM STANDIN_CUDA_NO_DRIVER STANDIN_BAD_DIMS \
+    DLOPEN_PROG_CUDNN DLOPEN_PROG_OPEN LD_PRELOAD
+fails=0
+n=0
+ok() { echo "ok   $*"; }
+bad() { echo "FAIL $*" >&2; fails=$((fails + 1)); }
+fresh() { n=$((n + 1)); export CONVCACHE_PATH="$T/cache$n/cache.ccdb"; }
+pre() { LD_PRELOAD=$PRELOAD timeout 120 "$@"; }
+run() { timeout 120 "$B/convcache" run -- "$@"; }
+finds() { sed -n 's/^finds //p' "$1"; }
+# expect_finds NAME WANT OUTFILE RESULTS BASELINE
+expect_finds() {
+    got=$(finds "$3")
+    if [ "$got" != "$2" ]; then bad "$1: $got find calls reached cuDNN, want $2"
+    elif ! cmp -s "$4" "$5"; then bad "$1: results differ from $5"
+    else ok "$1 ($got finds)"; fi
+}
+
+# The program is a dlopen client: no cuDNN among its needed libraries, no
+# cuDNN symbol it leaves for the loader.
+if readelf -d "$PROG" | grep -q 'NEEDED.*libcudnn' || nm -D --undefined-only "$PROG" | grep -q ' cudnn'; then
+    bad "dlopen_prog links cuDNN; it must take its functions with dlsym"
+else ok "dlopen_prog links no cuDNN"; fi
+
+# ---- Under convcache run: run 2 reaches cuDNN's find 0 times, same results.
+fresh
+timeout 60 "$PROG" run "$T/base.txt" >"$T/o" || bad "baseline run failed"
+expect_finds "baseline without the interposer" 18 "$T/o" "$T/base.txt" "$T/base.txt"
+run "$PROG" run "$T/r1.txt" >"$T/o" || bad "run 1 failed"
+expect_finds "run 1 under convcache run misses, same results" 18 "$T/o" "$T/r1.txt" "$T/base.txt"
+run "$PROG" run "$T/r2.txt" >"$T/o" || bad "run 2 failed"
+expect_finds "run 2 under convcache run hits, same results" 0 "$T/o" "$T/r2.txt" "$T/base.txt"
+
+# ---- Every way of opening: by absolute path (as from a wheel's directory),
+# the same library twice, closed and opened again, 8 threads at once. Each
+# on a fresh cache: 18 finds, then 0, same results.
+for how in once twice reopen threads; do
+    fresh
+    for i in 1 2; do
+        want=18
+        [ "$i" = 2 ] && want=0
+        DLOPEN_PROG_OPEN=$how DLOPEN_PROG_CUDNN=$S/libcudnn.so.9 pre "$PROG" run "$T/r.txt" >"$T/o" 2>"$T/err" ||
+            bad "$how run $i failed: $(cat "$T/err")"
+        expect_finds "opened by path, $how, run $i" $want "$T/o" "$T/r.txt" "$T/base.txt"
+    done
+done
+
+# A copy of the library under another directory, as a wheel installs it
+# (nvidia/cudnn/lib/libcudnn.so.9), with the driver beside it.
+mkdir -p "$T/site/nvidia/cudnn/lib"
+cp "$S/libcudnn.so.9" "$S/libcuda.so.1" "$T/site/nvidia/cudnn/lib/"
+fresh
+for i in 1 2; do
+    want=18
+    [ "$i" = 2 ] && want=0
+    DLOPEN_PROG_CUDNN=$T/site/nvidia/cudnn/lib/libcudnn.so.9 pre "$PROG" run "$T/r.txt" >"$T/o" 2>"$T/err" ||
+        bad "wheel-dir run $i failed: $(cat "$T/err")"
+    expect_finds "opened from a wheel's directory, run $i" $want "$T/o" "$T/r.txt" "$T/base.txt"
+done
+
+# ---- What the linked program's tests check, through dlsym: one field at a
+# time, failures, argument checks, fork (a child forked after the library
+# was loaded passes through; one forked before loads it), single flight.
+for mode in vary status nulls fork fork-early flight; do
+    fresh
+    if pre "$PROG" "$mode" >"$T/o" 2>"$T/err"; then ok "dlopen_prog $mode"
+    else bad "dlopen_prog $mode:"; cat "$T/err" >&2; fi
+done
+
+if [ "$fails" != 0 ]; then
+    echo "tests/preload/dlopen_run.sh: $fails failed" >&2
+    exit 1
+fi
+echo "tests/preload/dlopen_run.sh: all passed"
