@@ -10,7 +10,7 @@ STANDIN_DIR := $(BUILD)/tests/preload
 STANDINS    := $(STANDIN_DIR)/libcuda.so.1 $(STANDIN_DIR)/libcudnn.so.9
 PRELOAD_TEST_BINS := $(STANDIN_DIR)/preload_prog $(STANDIN_DIR)/preload_linked \
                      $(STANDIN_DIR)/scope_test $(STANDIN_DIR)/v8_prog $(STANDIN_DIR)/choices_test \
-                     $(STANDIN_DIR)/dlopen_prog
+                     $(STANDIN_DIR)/dlopen_prog $(STANDIN_DIR)/dlsym_exact
 PRELOAD_PROG_SRC  := tests/preload/preload_prog.c tests/preload/planted.c tests/preload/args.c
 
 ALL_TARGETS     += $(PRELOAD_LIB)
@@ -111,3 +111,6 @@ $(STANDIN_DIR)/dlopen_prog: $(PRELOAD_PROG_SRC) tests/preload/dlopen_shim.c test
   include/convcache.h $(STANDINS)
 	$(CC) $(CFLAGS) -Iinclude -o $@ $(PRELOAD_PROG_SRC) tests/preload/dlopen_shim.c \
 	  -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
+$(STANDIN_DIR)/dlsym_exact: tests/preload/dlsym_exact.c
+	@mkdir -p $(STANDIN_DIR)
+	$(CC) $(CFLAGS) -rdynamic -o $@ $< -ldl

@@ -85,6 +85,42 @@ for mode in vary status nulls fork fork-early flight; do
     else bad "dlopen_prog $mode:"; cat "$T/err" >&2; fi
 done
 
+# ---- The redirect is exact: every name of libc, libm, the stand-in cuDNN
+# and a program, looked up in each of them, RTLD_DEFAULT and RTLD_NEXT
+# (and dlvsym in libc), with and without the interposer: the same answer
+# and the same dlerror, except the names the interposer itself defines
+# looked up in cuDNN (redirected), or in RTLD_DEFAULT, RTLD_NEXT or the
+# program's own handle (dlopen(NULL)), whose scope holds the preloaded
+# library; and each served function looked up in cuDNN is the
+# interposer's.
+X=$S/dlsym_exact
+libs="$(${CC:-cc} -print-file-name=libc.so.6) $(${CC:-cc} -print-file-name=libm.so.6) $S/libcudnn.so.9 $X"
+{ nm -D --defined-only $libs | awk 'NF == 3 {print $3}' | sed 's/@.*//'; echo no_such_symbol_anywhere; } |
+    sort -u >"$T/names"
+nm -D --defined-only "$PRELOAD" | awk '{print $3}' | sort -u >"$T/ours"
+served=$(grep -c '^cudnn' "$T/ours")
+timeout 120 "$X" "$T/names" "$S/libcudnn.so.9" >"$T/plain" 2>"$T/err" || bad "dlsym_exact failed: $(cat "$T/err")"
+pre "$X" "$T/names" "$S/libcudnn.so.9" >"$T/pre" 2>>"$T/err" || bad "dlsym_exact under the interposer failed"
+lines=$(wc -l <"$T/plain")
+names=$(wc -l <"$T/names")
+if [ "$lines" -lt 10000 ] || [ "$lines" != "$(wc -l <"$T/pre")" ]; then
+    bad "dlsym_exact: $lines lookups without, $(wc -l <"$T/pre") with the interposer"
+else
+    paste -d '|' "$T/plain" "$T/pre" | awk -F'|' '$1 != $2 {print $2}' >"$T/diff"
+    # Each differing line: a name the interposer defines, answered with
+    # the interposer's.
+    wrong=$(awk 'NR == FNR {ours[$1] = 1; next}
+        !(($1 == "cudnn" || $1 == "default" || $1 == "next" || $1 == "self") && ($2 in ours) && $3 ~ /^libconvcache_preload\.so\+/ && $5 == "-")' \
+        "$T/ours" "$T/diff")
+    in_cudnn=$(awk '$1 == "cudnn" && $2 ~ /^cudnn/' "$T/diff" | wc -l)
+    own=$(grep '^default cudnnBackendExecute ' "$T/pre")
+    if [ -n "$wrong" ]; then bad "dlsym answers that differ beyond the served names: $(echo "$wrong" | head -5)"
+    elif [ "$in_cudnn" != "$served" ]; then bad "$in_cudnn of the $served served functions looked up in cuDNN are the interposer's"
+    elif [ "${own#default cudnnBackendExecute dlsym_exact+}" = "$own" ]; then
+        bad "the program's own cudnnBackendExecute is not RTLD_DEFAULT's answer: $own"
+    else ok "dlsym exact: $lines lookups of $names names, $(wc -l <"$T/diff") differ, each a served name or dlsym's own"; fi
+fi
+
 if [ "$fails" != 0 ]; then
     echo "tests/preload/dlopen_run.sh: $fails failed" >&2
     exit 1
