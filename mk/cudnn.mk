@@ -24,7 +24,7 @@ INSTALL_TARGETS += install-preload
 # dlopen client's lookups of the twelve, cudnn/preload/dlsym.c)
 # (-fvisibility=hidden); the engine-choice code (cudnn/engine) is compiled
 # in, hidden.
-PRELOAD_SRC := $(wildcard cudnn/preload/*.c) $(wildcard cudnn/engine/*.c)
+PRELOAD_SRC := $(wildcard cudnn/preload/*.c) $(wildcard cudnn/preload/*.S) $(wildcard cudnn/engine/*.c)
 PRELOAD_HDR := $(wildcard cudnn/preload/*.h) cudnn/engine/engine.h cudnn/engine/backend_api.h \
                include/convcache.h include/convcache_engine.h
 $(PRELOAD_LIB): $(PRELOAD_SRC) $(PRELOAD_HDR)
@@ -114,3 +114,8 @@ $(STANDIN_DIR)/dlopen_prog: $(PRELOAD_PROG_SRC) tests/preload/dlopen_shim.c test
 $(STANDIN_DIR)/dlsym_exact: tests/preload/dlsym_exact.c
 	@mkdir -p $(STANDIN_DIR)
 	$(CC) $(CFLAGS) -rdynamic -o $@ $< -ldl
+
+# A library linked to the stand-in cuDNN as libtorch_cuda.so is to cuDNN,
+# for convcache.enable()'s test (tests/wheel/enable_check.py).
+$(STANDIN_DIR)/libenable_client.so: tests/preload/enable_client.c $(STANDINS)
+	$(CC) $(CFLAGS) -fPIC -shared -o $@ $< -L$(STANDIN_DIR) -l:libcudnn.so.9 -Wl,-rpath,'$$ORIGIN' -ldl

@@ -1,0 +1,55 @@
+# Programs that open cuDNN with dlopen and take its functions with dlsym
+# (issue 30; the interposer's dlsym: cudnn/preload/dlsym.c).
+#
+#   make v8fe-dl-test   the REAL cudnn_frontend 1.32 with dynamic loading
+#                       (NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING: every cuDNN
+#                       function through dlsym) running PyTorch's benchmark
+#                       sequence against the stand-in cuDNN under `convcache
+#                       run`: run 2 builds and times one plan per shape with
+#                       run 1's choices and outputs (tests/preload/v8_run.sh,
+#                       as make v8fe-preload-test does linked); part of make
+#                       test
+#   make ort-check      the real onnxruntime-gpu 1.31 wheel and the real
+#                       libcudnn.so.9 (nvidia-cudnn-cu13): each cuDNN
+#                       function ONNX Runtime's CUDA provider names, looked
+#                       up with dlsym in libcudnn.so.9's handle under
+#                       `convcache run`, is the interposer's where it serves
+#                       it, cuDNN's own otherwise (tests/ort/run.sh); not
+#                       part of make test (a 250 MB download, kept in
+#                       $(NVIDIA_WHEELS))
+#   make v8-check-dl    bench/gpu/v8_check built with cudnn_frontend's
+#                       dynamic loading, for make gpu-check (on a GPU)
+#
+# The stand-in cuDNN (tests/preload) and NVIDIA's headers (mk/nvidia.mk).
+
+V8FE_DL_PROG := $(V8FE_DIR)/torch_like_dl
+V8FE_DL_FLAGS = $(V8FE_FLAGS) -DNV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING
+
+TEST_TARGETS += v8fe-dl-test
+
+$(V8FE_DIR)/torch_conv_dl.o: tests/v8fe/torch_conv.cpp tests/v8fe/torch_conv.hpp tests/v8fe/conv_shapes.hpp \
+  examples/pytorch/conv_v8_frontend.hpp include/convcache_engine.h $(NVIDIA_FE_STAMP) $(NVIDIA_STAMP)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS) $(V8FE_DL_FLAGS) -Iinclude -Iexamples/pytorch -c -o $@ $<
+
+$(V8FE_DIR)/torch_like_dl.o: tests/v8fe/torch_like.cpp tests/v8fe/torch_conv.hpp tests/v8fe/conv_shapes.hpp \
+  $(NVIDIA_STAMP)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS) $(V8FE_DL_FLAGS) -c -o $@ $<
+
+$(V8FE_DIR)/dynamic_load.o: tests/v8fe/dynamic_load.cpp $(NVIDIA_STAMP)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS) $(V8FE_DL_FLAGS) -c -o $@ $<
+
+# No cuDNN, no CUDA runtime: the run path only tells dlopen where the
+# stand-ins are.
+$(V8FE_DL_PROG): $(V8FE_DIR)/torch_like_dl.o $(V8FE_DIR)/torch_conv_dl.o $(V8FE_DIR)/dynamic_load.o \
+  $(STANDINS) $(STANDIN_CUDART)
+	$(CXX) $(CXXFLAGS) -o $@ $(V8FE_DIR)/torch_like_dl.o $(V8FE_DIR)/torch_conv_dl.o $(V8FE_DIR)/dynamic_load.o \
+	  -Wl,-rpath,$(ABS_BUILD)/tests/preload -ldl -lpthread
+	@if readelf -d $@ | grep -q 'NEEDED.*lib\(cudnn\|cudart\|cuda\)'; then \
+	  echo "$@ links cuDNN or CUDA; it must load them with dlopen" >&2; rm -f $@; exit 1; fi
+
+.PHONY: v8fe-dl-test
+v8fe-dl-test: $(V8FE_DL_PROG) $(LIB) $(PRELOAD_LIB) $(BUILD)/convcache
+	V8_FILTERS="--deterministic --no-tf32" V8_NO_FORK=1 sh tests/preload/v8_run.sh $(BUILD) torch_like_dl --report $(V8FE_DL_PROG)
