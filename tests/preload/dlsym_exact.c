@@ -2,7 +2,8 @@
  * dlsym_exact NAMES CUDNN: every name in the file NAMES (one a line) looked
  * up with dlsym in libc.so.6, libm.so.6, the library CUDNN (a path), this
  * program (dlopen(NULL)), RTLD_DEFAULT and RTLD_NEXT, and with dlvsym in
- * libc at version GLIBC_2.2.5; one line each: where the answer lies (the
+ * libc at version GLIBC_2.2.5 and in CUDNN at libcudnn.so.9 (the real
+ * cuDNN 9 versions its symbols so); one line each: where the answer lies (the
  * object's file name and the offset in it, so that two runs compare) and
  * what dlerror says after it (a thread-local variable's address lies in no
  * object and moves when another library with thread-local storage is
@@ -65,6 +66,7 @@ int main(int argc, char **argv) {
         if (!line[0]) continue;
         for (size_t k = 0; k < sizeof hs / sizeof hs[0]; k++) show(stdout, hs[k].what, line, dlsym(hs[k].h, line));
         show(stdout, "libc@GLIBC_2.2.5", line, dlvsym(hs[0].h, line, "GLIBC_2.2.5"));
+        show(stdout, "cudnn@libcudnn.so.9", line, dlvsym(hs[2].h, line, "libcudnn.so.9"));
         n++;
     }
     fclose(in);
