@@ -10,7 +10,9 @@
  *   - the name is one of the functions this library serves (the six find
  *     functions, the six cudnnBackend* functions);
  *   - the caller is not this library (its own lookups of the real
- *     functions, preload.c's real_symbol, get glibc's answer);
+ *     functions, preload.c's real_symbol, get glibc's answer), nor a cuDNN
+ *     library (cuDNN 9's libcudnn.so.9 takes each function from its
+ *     sub-library with dlsym: redirecting that would loop);
  *   - the handle is a cuDNN library's (its object's file name begins with
  *     "libcudnn" and holds ".so": libcudnn.so.9 or a sub-library, by any
  *     path) and glibc finds the name there, in a cuDNN library; or the
@@ -160,8 +162,11 @@ void *dlsym_hook(void *handle, const char *name, const char *version, void *call
     if (i < 0) return NULL;
     find_own();
     if (!__atomic_load_n(&own_ready, __ATOMIC_ACQUIRE) || !own[i]) return NULL;
+    /* A lookup made by this library, or by cuDNN itself (libcudnn.so.9
+     * takes its sub-libraries' functions with dlsym: redirected, the
+     * interposer would call itself through cuDNN), gets glibc's answer. */
     Dl_info at;
-    if (!dladdr(caller, &at) || at.dli_fbase == own_base) return NULL;
+    if (!dladdr(caller, &at) || at.dli_fbase == own_base || cudnn_file(at.dli_fname)) return NULL;
     void *p = decide(handle, name, version, caller, i);
     /* A redirected lookup is a successful one: dlerror says nothing, as
      * after glibc's success (the loader queries above may have set it). */

@@ -14,7 +14,12 @@
 #      cudnnFindConvolutionForwardAlgorithmEx and cudnnBackendExecute), and
 #      exactly glibc's answer without the interposer for every other name
 #      (build/tests/preload/dlsym_exact, which also looks each name up in
-#      libc, libm, the program, RTLD_DEFAULT and RTLD_NEXT).
+#      libc, libm, the program, RTLD_DEFAULT and RTLD_NEXT);
+#   3. the redirected cudnnBackendCreateDescriptor and
+#      cudnnBackendDestroyDescriptor, called (a tensor descriptor, no GPU
+#      needed), reach the real cuDNN and return success: cuDNN 9's
+#      libcudnn.so.9 takes its sub-libraries' functions with dlsym, and
+#      those lookups must not come back to the interposer.
 #
 # usage: run.sh BUILD ORT_SITE CUDNN_LIB_DIR
 set -eu
@@ -68,4 +73,10 @@ wrong=$(awk 'NR == FNR {ours[$1] = 1; next}
 [ -z "$wrong" ] || { echo "$wrong" | head >&2; fail "answers that differ for names the interposer does not serve"; }
 [ "$fails" = 0 ] || fail "$fails served lookups are not the interposer's"
 ok "$(wc -l <"$tmp/plain") lookups of $(wc -l <"$tmp/names") names: the $(wc -l <"$tmp/served") served ones are the interposer's in libcudnn.so.9's handle (dlsym and dlvsym), $found found in cuDNN without it, every other answer glibc's own"
+echo "== 3. the redirected functions called, through the real cuDNN"
+rc=0
+timeout 120 "$build/convcache" run --path "$tmp/c.ccdb" -- "$x" "$tmp/served" "$cudnn" call >/dev/null 2>"$tmp/err" || rc=$?
+[ "$rc" = 0 ] || { cat "$tmp/err" >&2; fail "calling the redirected create and destroy: exit $rc (124: it hung)"; }
+grep -q '^call create 0 destroy 0$' "$tmp/err" || { cat "$tmp/err" >&2; fail "create or destroy failed"; }
+ok "cudnnBackendCreateDescriptor and cudnnBackendDestroyDescriptor through the interposer: success, no loop"
 echo "ort-check: all passed"

@@ -10,6 +10,13 @@
  * loaded: only that it lies in none is printed). tests/preload/dlopen_run.sh runs it with and
  * without the interposer and compares.
  *
+ * Where CUDNN has standin_lookup_own (the stand-in), each name is also
+ * looked up by cuDNN itself in its own handle ("cudnn-self"), as cuDNN 9's
+ * libcudnn.so.9 takes its sub-libraries' functions. With a third argument
+ * "call", cudnnBackendCreateDescriptor and cudnnBackendDestroyDescriptor
+ * taken from CUDNN's handle are called once (a tensor descriptor; no GPU
+ * needed): through the interposer, they must reach cuDNN and come back.
+ *
  * It defines and exports (-rdynamic) one served name itself,
  * cudnnBackendExecute, as a program with its own stand-in might: glibc's
  * RTLD_DEFAULT answer is then the program's, and must stay so.
@@ -42,8 +49,8 @@ static void show(FILE *out, const char *where, const char *name, void *p) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: dlsym_exact NAMES CUDNN\n");
+    if (argc != 3 && !(argc == 4 && !strcmp(argv[3], "call"))) {
+        fprintf(stderr, "usage: dlsym_exact NAMES CUDNN [call]\n");
         return 2;
     }
     FILE *in = fopen(argv[1], "r");
@@ -58,6 +65,7 @@ int main(int argc, char **argv) {
     };
     for (size_t k = 0; k < 4; k++)
         if (!hs[k].h) return fprintf(stderr, "dlopen %s: %s\n", hs[k].what, dlerror()), 2;
+    void *(*self)(const char *) = (void *(*)(const char *))dlsym(hs[2].h, "standin_lookup_own");
     char line[512];
     long n = 0;
     dlerror();
@@ -67,9 +75,19 @@ int main(int argc, char **argv) {
         for (size_t k = 0; k < sizeof hs / sizeof hs[0]; k++) show(stdout, hs[k].what, line, dlsym(hs[k].h, line));
         show(stdout, "libc@GLIBC_2.2.5", line, dlvsym(hs[0].h, line, "GLIBC_2.2.5"));
         show(stdout, "cudnn@libcudnn.so.9", line, dlvsym(hs[2].h, line, "libcudnn.so.9"));
+        if (self) show(stdout, "cudnn-self", line, self(line));
         n++;
     }
     fclose(in);
     fprintf(stderr, "dlsym_exact: %ld names\n", n);
+    if (argc == 4) {
+        int (*create)(int, void **) = (int (*)(int, void **))dlsym(hs[2].h, "cudnnBackendCreateDescriptor");
+        int (*destroy)(void *) = (int (*)(void *))dlsym(hs[2].h, "cudnnBackendDestroyDescriptor");
+        void *d = NULL;
+        int st = create ? create(4 /* CUDNN_BACKEND_TENSOR_DESCRIPTOR */, &d) : -1;
+        int dst = d && destroy ? destroy(d) : -1;
+        fprintf(stderr, "call create %d destroy %d\n", st, dst);
+        if (st != 0 || dst != 0) return 1;
+    }
     return 0;
 }
