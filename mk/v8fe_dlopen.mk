@@ -1,5 +1,6 @@
-# Programs that open cuDNN with dlopen and take its functions with dlsym
-# (issue 30; the interposer's dlsym: cudnn/preload/dlsym.c).
+# cudnn_frontend's dynamic loading: a program that opens cuDNN with dlopen
+# and takes its functions with dlsym (the interposer's dlsym:
+# cudnn/preload/dlsym.c).
 #
 #   make v8fe-dl-test   the REAL cudnn_frontend 1.32 with dynamic loading
 #                       (NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING: every cuDNN
@@ -9,18 +10,10 @@
 #                       run 1's choices and outputs (tests/preload/v8_run.sh,
 #                       as make v8fe-preload-test does linked); part of make
 #                       test
-#   make ort-check      the real onnxruntime-gpu 1.31 wheel and the real
-#                       libcudnn.so.9 (nvidia-cudnn-cu13): each cuDNN
-#                       function ONNX Runtime's CUDA provider names, looked
-#                       up with dlsym in libcudnn.so.9's handle under
-#                       `convcache run`, is the interposer's where it serves
-#                       it, cuDNN's own otherwise (tests/ort/run.sh); not
-#                       part of make test (a 250 MB download, kept in
-#                       $(NVIDIA_WHEELS))
-#   make v8-check-dl    bench/gpu/v8_check built with cudnn_frontend's
-#                       dynamic loading, for make gpu-check (on a GPU)
 #
-# The stand-in cuDNN (tests/preload) and NVIDIA's headers (mk/nvidia.mk).
+# The stand-in cuDNN (tests/preload) and NVIDIA's headers (mk/nvidia.mk);
+# make ort-check (mk/ort.mk) is the same mechanism against the real ONNX
+# Runtime and cuDNN.
 
 V8FE_DL_PROG := $(V8FE_DIR)/torch_like_dl
 V8FE_DL_FLAGS = $(V8FE_FLAGS) -DNV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING

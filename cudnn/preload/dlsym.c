@@ -67,13 +67,15 @@ static void find_own(void) {
     if (!dladdr((void *)&find_own, &me) || !me.dli_fname) return;
     void *h = dlopen(me.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
     if (!h) return;
+    /* Threads that get here together store the same values. */
     for (int i = 0; i < N_SERVED; i++) {
         Dl_info at;
         void *p = libc_dlsym(h, served[i]);
-        own[i] = p && dladdr(p, &at) && at.dli_fbase == me.dli_fbase ? p : NULL;
+        __atomic_store_n(&own[i], p && dladdr(p, &at) && at.dli_fbase == me.dli_fbase ? p : NULL,
+                         __ATOMIC_RELAXED);
     }
     dlclose(h);
-    own_base = me.dli_fbase;
+    __atomic_store_n(&own_base, me.dli_fbase, __ATOMIC_RELAXED);
     __atomic_store_n(&own_ready, 1, __ATOMIC_RELEASE);
 }
 
