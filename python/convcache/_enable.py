@@ -62,11 +62,11 @@ def enable(path=None, mode=None, verbose=None, preload=None):
     * ``path``: the cache file (sets ``CONVCACHE_PATH``, made absolute);
     * ``mode``: ``"rw"``, ``"ro"``, ``"off"``, ``"recache"`` or ``"strict"``
       (sets ``CONVCACHE_MODE``);
-    * ``verbose``: log every intercepted call and print a summary at exit
-      (sets ``CONVCACHE_PRELOAD_LOG=1`` and ``CONVCACHE_VERBOSE=1``).
+    * ``verbose``: when true, log every intercepted call and print a summary
+      at exit (sets ``CONVCACHE_PRELOAD_LOG=1`` and ``CONVCACHE_VERBOSE=1``).
 
-    An option left as None leaves its environment variable as it is, so
-    the variables still apply. ``preload`` names another interposer file
+    An option left out (None; verbose false) leaves its environment
+    variables as they are, so they still apply. ``preload`` names another interposer file
     (default: the one inside this package).
 
     Returns True when the interposer is loaded (this call or an earlier

@@ -50,9 +50,10 @@ run "$PROG" run "$T/r2.txt" >"$T/o" || bad "run 2 failed"
 expect_finds "run 2 under convcache run hits, same results" 0 "$T/o" "$T/r2.txt" "$T/base.txt"
 
 # ---- Every way of opening: by absolute path (as from a wheel's directory),
-# the same library twice, closed and opened again, 8 threads at once. Each
-# on a fresh cache: 18 finds, then 0, same results.
-for how in once twice reopen threads; do
+# the same library twice, closed and opened again, 8 threads at once, in a
+# child forked before cuDNN was opened. Each on a fresh cache: 18 finds,
+# then 0, same results.
+for how in once twice reopen threads forked; do
     fresh
     for i in 1 2; do
         want=18
