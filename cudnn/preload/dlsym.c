@@ -1,6 +1,6 @@
 /*
  * Which dlsym and dlvsym lookups the interposer answers with its own
- * function (the entries are in dlsym_entry.c). A program that opens cuDNN
+ * function (the entries are in dlsym_entry.S). A program that opens cuDNN
  * with dlopen and takes its functions with dlsym (ONNX Runtime, TensorFlow,
  * JAX, cudnn_frontend's dynamic loading) never sees an LD_PRELOAD
  * definition: dlsym on a library's handle searches that library and its

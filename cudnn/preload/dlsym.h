@@ -1,5 +1,5 @@
 /*
- * What the interposed dlsym and dlvsym share (dlsym_entry.c, dlsym.c,
+ * What the interposed dlsym and dlvsym share (dlsym_entry.S, dlsym.c,
  * dlsym_libc.c; internal, hidden like everything in this library).
  */
 #ifndef CONVCACHE_PRELOAD_DLSYM_H

@@ -1,5 +1,5 @@
 /*
- * glibc's own dlsym and dlvsym, for the interposed ones (dlsym_entry.c) to
+ * glibc's own dlsym and dlvsym, for the interposed ones (dlsym_entry.S) to
  * hand lookups to. This library defines dlsym and dlvsym, so every call it
  * made to either by name would come back to it; glibc has no other public
  * way in. They are read from the C library's dynamic symbol table, as the
