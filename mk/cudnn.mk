@@ -10,7 +10,7 @@ STANDIN_DIR := $(BUILD)/tests/preload
 STANDINS    := $(STANDIN_DIR)/libcuda.so.1 $(STANDIN_DIR)/libcudnn.so.9
 PRELOAD_TEST_BINS := $(STANDIN_DIR)/preload_prog $(STANDIN_DIR)/preload_linked \
                      $(STANDIN_DIR)/scope_test $(STANDIN_DIR)/v8_prog $(STANDIN_DIR)/choices_test \
-                     $(STANDIN_DIR)/dlopen_prog $(STANDIN_DIR)/dlsym_exact
+                     $(STANDIN_DIR)/dlopen_prog $(STANDIN_DIR)/dlsym_exact $(STANDIN_DIR)/libnext_wrapper.so
 PRELOAD_PROG_SRC  := tests/preload/preload_prog.c tests/preload/planted.c tests/preload/args.c
 
 ALL_TARGETS     += $(PRELOAD_LIB)
@@ -119,3 +119,9 @@ $(STANDIN_DIR)/dlsym_exact: tests/preload/dlsym_exact.c
 # for convcache.enable()'s test (tests/wheel/enable_check.py).
 $(STANDIN_DIR)/libenable_client.so: tests/preload/enable_client.c $(STANDINS)
 	$(CC) $(CFLAGS) -fPIC -shared -o $@ $< -L$(STANDIN_DIR) -l:libcudnn.so.9 -Wl,-rpath,'$$ORIGIN' -ldl
+
+# Another interposer of the forward find, which takes the next one with
+# dlsym(RTLD_NEXT) (tests/preload/dlopen_run.sh).
+$(STANDIN_DIR)/libnext_wrapper.so: tests/preload/next_wrapper.c
+	@mkdir -p $(STANDIN_DIR)
+	$(CC) $(CFLAGS) -fPIC -shared -o $@ $< -ldl

@@ -119,16 +119,22 @@ static struct link_map *caller_map(void *caller) {
     return m;
 }
 
-/* defines reports whether the object m defines name itself. */
+static void *lookup(void *handle, const char *name, const char *version) {
+    return version ? libc_dlvsym(handle, name, version) : libc_dlsym(handle, name);
+}
+
+/* defines reports whether the object m defines name itself (1 when that
+ * cannot be told: the caller then gets glibc's answer). A link map is not
+ * a handle to search: an object loaded at start (LD_PRELOAD, a needed
+ * library) has no search list of its own until dlopen gives it one. */
 static int defines(struct link_map *m, const char *name, const char *version) {
-    void *p = version ? libc_dlvsym(m, name, version) : libc_dlsym(m, name);
+    void *h = dlopen(m->l_name && m->l_name[0] ? m->l_name : NULL, RTLD_LAZY | RTLD_NOLOAD);
+    if (!h) return 1;
+    void *p = lookup(h, name, version);
+    dlclose(h);
     Dl_info info;
     struct link_map *at = NULL;
     return p && dladdr1(p, &info, (void **)&at, RTLD_DL_LINKMAP) && at == m;
-}
-
-static void *lookup(void *handle, const char *name, const char *version) {
-    return version ? libc_dlvsym(handle, name, version) : libc_dlsym(handle, name);
 }
 
 static void *decide(void *handle, const char *name, const char *version, void *caller, int i) {

@@ -86,6 +86,31 @@ for mode in vary status nulls fork fork-early flight; do
     else bad "dlopen_prog $mode:"; cat "$T/err" >&2; fi
 done
 
+# ---- Another interposer of the forward find that takes the next
+# definition with dlsym(RTLD_NEXT) (tests/preload/next_wrapper.c, as a
+# profiler might): preloaded after this one, it gets the stand-in cuDNN's
+# (run 1: its 3 forward finds pass through it; run 2 hits before it);
+# preloaded before, this one's, which serves it (run 2: 3 calls through
+# it, 0 finds). Never a crash, never a loop.
+# wrapped ORDER RUN WANT_FINDS WANT_CALLS WANT_NEXT
+wrapped() {
+    if [ "$1" = after ]; then pl="$PRELOAD $S/libnext_wrapper.so"; else pl="$S/libnext_wrapper.so $PRELOAD"; fi
+    LD_PRELOAD=$pl timeout 120 "$S/preload_prog" run "$T/r.txt" >"$T/o" 2>"$T/err" ||
+        bad "next_wrapper $1, run $2 failed: $(head -c 300 "$T/err")"
+    line=$(grep '^next_wrapper ' "$T/err")
+    case $line in
+    "next_wrapper calls $4 next $5" | "next_wrapper calls $4 next "*/"$5")
+        expect_finds "an interposer $1 this one, RTLD_NEXT, run $2: $line" "$3" "$T/o" "$T/r.txt" "$T/base.txt" ;;
+    *) bad "an interposer $1 this one, RTLD_NEXT, run $2: $line" ;;
+    esac
+}
+fresh
+wrapped after 1 18 3 libcudnn.so.9
+wrapped after 2 0 0 -
+fresh
+wrapped before 1 18 3 libconvcache_preload.so
+wrapped before 2 0 3 libconvcache_preload.so
+
 # ---- The redirect is exact: every name of libc, libm, the stand-in cuDNN
 # and a program, looked up in each of them, RTLD_DEFAULT and RTLD_NEXT
 # (and dlvsym in libc), with and without the interposer: the same answer
