@@ -79,6 +79,8 @@ static void find_own(void) {
     __atomic_store_n(&own_ready, 1, __ATOMIC_RELEASE);
 }
 
+static void *own_fn(int i) { return __atomic_load_n(&own[i], __ATOMIC_RELAXED); }
+
 static int served_index(const char *name) {
     for (int i = 0; i < N_SERVED; i++)
         if (strcmp(name, served[i]) == 0) return i;
@@ -139,27 +141,28 @@ static int defines(struct link_map *m, const char *name, const char *version) {
 
 static void *decide(void *handle, const char *name, const char *version, void *caller, int i) {
     const char *file = NULL;
+    void *mine = own_fn(i);
     if (handle == RTLD_DEFAULT || handle == RTLD_NEXT) {
         struct link_map *m = caller_map(caller);
         if (!m) return NULL;
         if (handle == RTLD_NEXT) {
             if (defines(m, name, version)) return NULL;
             void *real = real_symbol(name);
-            return in_cudnn(real, &file) ? (keep(file), own[i]) : NULL;
+            return in_cudnn(real, &file) ? (keep(file), mine) : NULL;
         }
         void *p = lookup(RTLD_DEFAULT, name, version);
-        if (p == own[i]) return own[i];
-        return in_cudnn(p, &file) ? (keep(file), own[i]) : NULL;
+        if (p == mine) return mine;
+        return in_cudnn(p, &file) ? (keep(file), mine) : NULL;
     }
     void *p = lookup(handle, name, version);
     if (!p) return NULL; /* glibc's own failure, asked again as the caller */
-    if (p == own[i]) return own[i];
+    if (p == mine) return mine;
     struct link_map *m = NULL;
     if (dlinfo(handle, RTLD_DI_LINKMAP, &m) != 0 || !m || !cudnn_file(m->l_name)) return NULL;
     if (!in_cudnn(p, &file)) return NULL;
     keep(m->l_name);
     keep(file);
-    return own[i];
+    return mine;
 }
 
 void *dlsym_hook(void *handle, const char *name, const char *version, void *caller) {
@@ -169,12 +172,14 @@ void *dlsym_hook(void *handle, const char *name, const char *version, void *call
     int i = served_index(name);
     if (i < 0) return NULL;
     find_own();
-    if (!__atomic_load_n(&own_ready, __ATOMIC_ACQUIRE) || !own[i]) return NULL;
+    if (!__atomic_load_n(&own_ready, __ATOMIC_ACQUIRE) || !own_fn(i)) return NULL;
     /* A lookup made by this library, or by cuDNN itself (libcudnn.so.9
      * takes its sub-libraries' functions with dlsym: redirected, the
      * interposer would call itself through cuDNN), gets glibc's answer. */
     Dl_info at;
-    if (!dladdr(caller, &at) || at.dli_fbase == own_base || cudnn_file(at.dli_fname)) return NULL;
+    if (!dladdr(caller, &at) || at.dli_fbase == __atomic_load_n(&own_base, __ATOMIC_RELAXED) ||
+        cudnn_file(at.dli_fname))
+        return NULL;
     void *p = decide(handle, name, version, caller, i);
     /* A redirected lookup is a successful one: dlerror says nothing, as
      * after glibc's success (the loader queries above may have set it). */
