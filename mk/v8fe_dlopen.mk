@@ -10,6 +10,9 @@
 #                       run 1's choices and outputs (tests/preload/v8_run.sh,
 #                       as make v8fe-preload-test does linked); part of make
 #                       test
+#   make dlopen-clients the programs that take cuDNN with dlsym, for make
+#                       gpu-check's stand-in parts: torch_like_dl (above)
+#                       and dlopen_prog (tests/preload/dlopen_shim.c)
 #
 # The stand-in cuDNN (tests/preload) and NVIDIA's headers (mk/nvidia.mk);
 # make ort-check (mk/ort.mk) is the same mechanism against the real ONNX
@@ -46,3 +49,6 @@ $(V8FE_DL_PROG): $(V8FE_DIR)/torch_like_dl.o $(V8FE_DIR)/torch_conv_dl.o $(V8FE_
 .PHONY: v8fe-dl-test
 v8fe-dl-test: $(V8FE_DL_PROG) $(LIB) $(PRELOAD_LIB) $(BUILD)/convcache
 	V8_FILTERS="--deterministic --no-tf32" V8_NO_FORK=1 sh tests/preload/v8_run.sh $(BUILD) torch_like_dl --report $(V8FE_DL_PROG)
+
+.PHONY: dlopen-clients
+dlopen-clients: $(V8FE_DL_PROG) $(STANDIN_DIR)/dlopen_prog
