@@ -186,10 +186,14 @@
 //     thread. Later calls wait for that same call rather than start another.
 //   - Built without cgo, Probe always reports ErrUnavailable; the codecs
 //     are pure Go and work everywhere.
-//   - The backend-API interposer serves a host that calls libcudnn's
-//     exported functions. A cudnn_frontend built with
-//     NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING calls them through dlsym and is
-//     not seen (make torch-check checks PyTorch's wheel). A stored choice
+//   - The interposer serves a host that calls libcudnn's exported
+//     functions, and on x86-64 one that takes them with dlsym or dlvsym
+//     from a cuDNN library's handle, RTLD_DEFAULT or RTLD_NEXT (a
+//     cudnn_frontend built with NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING, ONNX
+//     Runtime): the interposer's dlsym returns its own function for the
+//     twelve it serves and glibc's answer for everything else
+//     (docs/interposer.md). A host that finds them by other means (reading
+//     the ELF itself, dlmopen) is not seen. A stored choice
 //     that heuristics offer only in the fallback list is timed after the
 //     host's other candidates: the interposer then stands aside.
 package cudnn

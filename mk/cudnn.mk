@@ -10,7 +10,8 @@ STANDIN_DIR := $(BUILD)/tests/preload
 STANDINS    := $(STANDIN_DIR)/libcuda.so.1 $(STANDIN_DIR)/libcudnn.so.9
 PRELOAD_TEST_BINS := $(STANDIN_DIR)/preload_prog $(STANDIN_DIR)/preload_linked \
                      $(STANDIN_DIR)/scope_test $(STANDIN_DIR)/v8_prog $(STANDIN_DIR)/choices_test \
-                     $(STANDIN_DIR)/v8_hosts
+                     $(STANDIN_DIR)/v8_hosts $(STANDIN_DIR)/dlopen_prog $(STANDIN_DIR)/dlsym_exact \
+                     $(STANDIN_DIR)/libnext_wrapper.so
 PRELOAD_PROG_SRC  := tests/preload/preload_prog.c tests/preload/planted.c tests/preload/args.c
 
 ALL_TARGETS     += $(PRELOAD_LIB)
@@ -19,16 +20,18 @@ INSTALL_TARGETS += install-preload
 
 # Pure C, never linked against libconvcache (it dlopens it on first use) nor
 # against cuDNN (it finds the real functions with dlsym). Exported: the six
-# find functions, the six backend-API functions (cudnnBackend*) and
-# convcache_preload_stats (-fvisibility=hidden); the engine-choice code
-# (cudnn/engine) is compiled in, hidden.
-PRELOAD_SRC := $(wildcard cudnn/preload/*.c) $(wildcard cudnn/engine/*.c)
+# find functions, the six backend-API functions (cudnnBackend*),
+# convcache_preload_stats, and on x86-64 dlsym and dlvsym (which redirect a
+# dlopen client's lookups of the twelve, cudnn/preload/dlsym.c)
+# (-fvisibility=hidden); the engine-choice code (cudnn/engine) is compiled
+# in, hidden.
+PRELOAD_SRC := $(wildcard cudnn/preload/*.c) $(wildcard cudnn/preload/*.S) $(wildcard cudnn/engine/*.c)
 PRELOAD_HDR := $(wildcard cudnn/preload/*.h) cudnn/engine/engine.h cudnn/engine/backend_api.h \
                include/convcache.h include/convcache_engine.h
 $(PRELOAD_LIB): $(PRELOAD_SRC) $(PRELOAD_HDR)
 	@mkdir -p $(BUILD)
 	$(CC) $(CFLAGS) -fPIC -shared -fvisibility=hidden -Iinclude -Icudnn/engine -o $@ $(PRELOAD_SRC) $(LDFLAGS) -ldl -lpthread
-	@bad=$$(nm -D --defined-only $@ | awk '{print $$3}' | grep -v '^cudnnFind\|^cudnnBackend\|^convcache_preload_stats$$' || true); \
+	@bad=$$(nm -D --defined-only $@ | awk '{print $$3}' | grep -v '^cudnnFind\|^cudnnBackend\|^convcache_preload_stats$$\|^dlv\{0,1\}sym$$' || true); \
 	  if [ -n "$$bad" ]; then echo "$@ exports more than it should: $$bad" >&2; rm -f $@; exit 1; fi
 
 $(STANDIN_DIR)/libcuda.so.1: tests/preload/standin_cuda.c
@@ -88,6 +91,7 @@ $(STANDIN_DIR)/scope_test: tests/preload/scope_test.c $(LIB) $(BUILD)/include/.s
 cudnn-test: $(LIB) $(PRELOAD_LIB) $(STANDINS) $(PRELOAD_TEST_BINS) $(BUILD)/convcache
 	$(STANDIN_DIR)/choices_test
 	sh tests/preload/run.sh $(BUILD)
+	sh tests/preload/dlopen_run.sh $(BUILD)
 	sh tests/preload/v8_run.sh $(BUILD) v8_prog - $(STANDIN_DIR)/v8_prog
 	sh tests/preload/v8_hosts.sh $(BUILD)
 
@@ -115,3 +119,24 @@ bench-v8-preload: $(PRELOAD_LIB) $(LIB) $(BUILD)/convcache $(BUILD)/tests/v8fe/t
   $(BUILD)/bench/v8/shadow_scale
 	sh bench/v8/run.sh $(BUILD) $(BUILD)/tests/v8fe/torch_like --report
 BENCH_TARGETS += bench-v8-preload
+
+# preload_prog as a dlopen client (tests/preload/dlopen_shim.c): it links no
+# cuDNN and takes every function with dlsym (tests/preload/dlopen_run.sh).
+$(STANDIN_DIR)/dlopen_prog: $(PRELOAD_PROG_SRC) tests/preload/dlopen_shim.c tests/preload/prog.h \
+  include/convcache.h $(STANDINS)
+	$(CC) $(CFLAGS) -Iinclude -o $@ $(PRELOAD_PROG_SRC) tests/preload/dlopen_shim.c \
+	  -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
+$(STANDIN_DIR)/dlsym_exact: tests/preload/dlsym_exact.c
+	@mkdir -p $(STANDIN_DIR)
+	$(CC) $(CFLAGS) -rdynamic -o $@ $< -ldl
+
+# A library linked to the stand-in cuDNN as libtorch_cuda.so is to cuDNN,
+# for convcache.enable()'s test (tests/wheel/enable_check.py).
+$(STANDIN_DIR)/libenable_client.so: tests/preload/enable_client.c $(STANDINS)
+	$(CC) $(CFLAGS) -fPIC -shared -o $@ $< -L$(STANDIN_DIR) -l:libcudnn.so.9 -Wl,-rpath,'$$ORIGIN' -ldl
+
+# Another interposer of the forward find, which takes the next one with
+# dlsym(RTLD_NEXT) (tests/preload/dlopen_run.sh).
+$(STANDIN_DIR)/libnext_wrapper.so: tests/preload/next_wrapper.c
+	@mkdir -p $(STANDIN_DIR)
+	$(CC) $(CFLAGS) -fPIC -shared -o $@ $< -ldl

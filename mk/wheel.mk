@@ -92,7 +92,7 @@ $(AUDITWHEEL_STAMP):
 WHEEL_TEST_DIST := $(WHEEL_DIR)/dist
 TEST_TARGETS += wheel-test
 
-wheel-test: $(AUDITWHEEL_STAMP) $(if $(WHEEL_CROSS),,$(STANDINS) $(STANDIN_DIR)/preload_prog)
+wheel-test: $(AUDITWHEEL_STAMP) $(if $(WHEEL_CROSS),,$(STANDINS) $(STANDIN_DIR)/preload_prog $(STANDIN_DIR)/libenable_client.so)
 	@mkdir -p $(dir $(WHEEL_DIR))
 	@$(MAKE) --no-print-directory wheel DIST=$(WHEEL_TEST_DIST) > $(WHEEL_DIR).log 2>&1 || { cat $(WHEEL_DIR).log; exit 1; }
 	@grep '^check_elf: [0-9]' $(WHEEL_DIR).log

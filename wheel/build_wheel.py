@@ -9,7 +9,8 @@ standard library only: no network, no build backend.
    with files copied from --build (made by make with the wheel's flags)
    and from the source tree (this file's ../):
 
-       convcache/__init__.py, _cli.py, __main__.py   python/convcache/
+       convcache/__init__.py, _cli.py, __main__.py,  python/convcache/
+       _enable.py
        convcache/bin/convcache                      the command
        convcache/lib/libconvcache.so.1              the library (its soname)
        convcache/lib/libconvcache.so                a linker script naming it

@@ -47,6 +47,14 @@ CONVCACHE_GLIBC_PIN(dlsym, dlsym);
 CONVCACHE_GLIBC_PIN(dlerror, dlerror);
 CONVCACHE_GLIBC_PIN(dladdr, dladdr);
 CONVCACHE_GLIBC_PIN(dlclose, dlclose);
+/* libdl until 2.34 too, added in 2.3.3 (the interposer's dlsym.c). */
+#if defined(__x86_64__)
+#define CONVCACHE_GLIBC_2_3_3 "GLIBC_2.3.3"
+#else
+#define CONVCACHE_GLIBC_2_3_3 CONVCACHE_GLIBC_BASE
+#endif
+__asm__(".symver dladdr1,dladdr1@" CONVCACHE_GLIBC_2_3_3);
+__asm__(".symver dlinfo,dlinfo@" CONVCACHE_GLIBC_2_3_3);
 /* libresolv until 2.34, where resolv.h named it __res_search (Go's
  * resolver calls it through cgo). */
 CONVCACHE_GLIBC_PIN(res_search, __res_search);

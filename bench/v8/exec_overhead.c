@@ -4,11 +4,14 @@
  * executes reach cuDNN). Run under LD_PRELOAD=libconvcache_preload.so,
  * linked to bench/v8/fake_cudnn.c's libcudnn.so.9, whose execute returns
  * at once: the program times the same call through the interposer (the
- * symbol it links to) and straight to the fake (found by dlsym in the
- * library itself), in alternating rounds, and prints the median of each
- * and their difference, in ns per call:
+ * symbol it links to) and straight to the fake (its alias
+ * fake_cudnn_execute, found by dlsym in the library itself), in alternating
+ * rounds, and prints the median of each and their difference, in ns per
+ * call; then the same through the pointer a dlopen client gets, dlsym of
+ * cudnnBackendExecute in the library's handle (the interposer's):
  *
  *   exec_ns_direct=<n> exec_ns_interposed=<n> exec_ns_added=<n>
+ *   exec_ns_dlsym=<n> exec_ns_dlsym_added=<n>
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -41,22 +44,25 @@ static double round_ns(exec_fn volatile f, long n) {
 
 int main(void) {
     void *lib = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_NOLOAD);
-    exec_fn direct = lib ? (exec_fn)dlsym(lib, "cudnnBackendExecute") : NULL;
+    exec_fn direct = lib ? (exec_fn)dlsym(lib, "fake_cudnn_execute") : NULL;
     exec_fn interposed = cudnnBackendExecute;
-    if (!direct || direct == interposed) {
+    exec_fn via_dlsym = lib ? (exec_fn)dlsym(lib, "cudnnBackendExecute") : NULL;
+    if (!direct || direct == interposed || !via_dlsym) {
         fprintf(stderr, "exec_overhead: run it under LD_PRELOAD=libconvcache_preload.so\n");
         return 2;
     }
     enum { ROUNDS = 31, CALLS = 2000000 };
-    double d[ROUNDS], p[ROUNDS];
+    double d[ROUNDS], p[ROUNDS], q[ROUNDS];
     round_ns(interposed, CALLS); /* the interposer resolves cuDNN on its first call */
     for (int r = 0; r < ROUNDS; r++) {
         d[r] = round_ns(direct, CALLS);
         p[r] = round_ns(interposed, CALLS);
+        q[r] = round_ns(via_dlsym, CALLS);
     }
     qsort(d, ROUNDS, sizeof d[0], cmp);
     qsort(p, ROUNDS, sizeof p[0], cmp);
-    printf("exec_ns_direct=%.2f exec_ns_interposed=%.2f exec_ns_added=%.2f\n", d[ROUNDS / 2], p[ROUNDS / 2],
-           p[ROUNDS / 2] - d[ROUNDS / 2]);
+    qsort(q, ROUNDS, sizeof q[0], cmp);
+    printf("exec_ns_direct=%.2f exec_ns_interposed=%.2f exec_ns_added=%.2f exec_ns_dlsym=%.2f exec_ns_dlsym_added=%.2f\n",
+           d[ROUNDS / 2], p[ROUNDS / 2], p[ROUNDS / 2] - d[ROUNDS / 2], q[ROUNDS / 2], q[ROUNDS / 2] - d[ROUNDS / 2]);
     return 0;
 }

@@ -137,6 +137,9 @@ func runDoctor(e *env, c *cobra.Command, o *doctorOptions, command []string) err
 	}
 	r.CachePath = path
 	script := scriptOf(command)
+	if f, ok := script.enableFinding(); ok {
+		r.add(f)
+	}
 
 	// The interposer.
 	interposer, err := findPreload(o.preload)

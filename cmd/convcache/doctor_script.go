@@ -64,6 +64,8 @@ type scriptFacts struct {
 	err       error        // it could not be read
 	benchmark []assignment // every assignment to cudnn.benchmark
 	v7Line    int          // a line that sets TORCH_CUDNN_V8_API_DISABLED to "1", or 0
+	enable    int          // the first line that calls convcache.enable(), or 0 (doctor_enable.go)
+	torch     int          // the first line that imports torch, or 0
 	truncated bool         // longer than maxScript: the rest was not read
 }
 
@@ -123,6 +125,12 @@ func scanScript(name string, r io.Reader) *scriptFacts {
 		}
 		if s.v7Line == 0 && v7Set.MatchString(line) {
 			s.v7Line = n
+		}
+		if s.enable == 0 && enableCall.MatchString(code) {
+			s.enable = n
+		}
+		if s.torch == 0 && torchImport.MatchString(code) {
+			s.torch = n
 		}
 	}
 	if err := sc.Err(); err != nil {

@@ -87,8 +87,9 @@ void *real_symbol(const char *name) {
     void *p = dlsym(RTLD_NEXT, name);
     if (p && ours(p)) p = NULL;
     if (!p) {
-        static const char *const sonames[] = {"libcudnn.so.9", "libcudnn_graph.so.9", "libcudnn.so.8"};
-        for (int k = 0; k < 3 && !p; k++) {
+        static const char *const sonames[] = {"libcudnn.so.9", "libcudnn_graph.so.9", "libcudnn_cnn.so.9",
+                                              "libcudnn.so.8"};
+        for (int k = 0; k < 4 && !p; k++) {
             void *h = dlopen(sonames[k], RTLD_NOW | RTLD_NOLOAD);
             if (h) p = dlsym(h, name);
         }

@@ -3,7 +3,10 @@
  * here is hidden by -fvisibility=hidden). preload.c holds the interposed
  * functions, handles.c the cache handles (loading libconvcache, scopes),
  * key.c the find key, perf.c the rules a perf struct must pass, counters.c
- * the counters and the exit summary.
+ * the counters and the exit summary; dlsym.c, dlsym_entry.S and
+ * dlsym_libc.c the interposed dlsym and dlvsym (dlsym.h), which hand a
+ * program that opens cuDNN with dlopen the interposer's functions; v8.h
+ * and v8_*.c the backend API.
  */
 #ifndef CONVCACHE_PRELOAD_H
 #define CONVCACHE_PRELOAD_H

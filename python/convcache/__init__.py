@@ -3,6 +3,10 @@
 This package is how the wheel carries convcache's native parts; it has no
 Python API for the cache itself. Installing it gives you
 
+* ``convcache.enable()``: called at the top of a script, before ``import
+  torch``, it serves the process as ``convcache run`` would, with no
+  launcher (``enable(path=..., mode=..., verbose=...)``; see its help);
+
 * the ``convcache`` command (``convcache run -- python train.py`` runs a
   program under the cuDNN interposer, so that its benchmarks are kept
   across runs; ``convcache help`` lists the rest), also reachable as
@@ -16,14 +20,16 @@ Python API for the cache itself. Installing it gives you
 
 The package directory is laid out as an install prefix (``bin/``,
 ``lib/``, ``include/``, ``lib/cmake/convcache``, ``lib/pkgconfig``). The
-functions below return absolute paths into it; they check nothing, and
-never load a library into this interpreter.
+path functions below return absolute paths into it; they check nothing,
+and never load a library into this interpreter (only enable() does).
 """
 
 import os
 
 __all__ = [
     "__version__",
+    "enable",
+    "ConvcacheWarning",
     "prefix",
     "executable",
     "library_path",
@@ -79,3 +85,6 @@ def cmake_dir():
 def pkgconfig_dir():
     """The directory of ``convcache.pc``: add it to ``PKG_CONFIG_PATH``."""
     return os.path.join(_PREFIX, "lib", "pkgconfig")
+
+
+from ._enable import ConvcacheWarning, enable  # noqa: E402 (needs preload_path)

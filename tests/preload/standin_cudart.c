@@ -20,7 +20,8 @@
  * (standin_backend_on_record), and each successful cudaEventElapsedTime the
  * two records that bound it (standin_backend_on_window): that is how the
  * stand-in cuDNN counts the plans timed (standin_backend.h). Both are found
- * with dlsym, so either library works without the other.
+ * with dlsym, so either library works without the other: in the global
+ * scope, else in the stand-in cuDNN a dlopen client opened RTLD_LOCAL.
  *
  * Environment:
  *   STANDIN_CUDA_DEVICES     number of devices (default 2), as the driver's
@@ -100,8 +101,13 @@ static on_window_fn on_window;
 static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
 
 static void find_hooks(void) {
-    on_record = (on_record_fn)dlsym(RTLD_DEFAULT, "standin_backend_on_record");
-    on_window = (on_window_fn)dlsym(RTLD_DEFAULT, "standin_backend_on_window");
+    void *h = RTLD_DEFAULT; /* NULL */
+    if (!dlsym(h, "standin_backend_on_record")) {
+        h = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_NOLOAD);
+        if (!h) return;
+    }
+    on_record = (on_record_fn)dlsym(h, "standin_backend_on_record");
+    on_window = (on_window_fn)dlsym(h, "standin_backend_on_window");
 }
 
 /* ---- versions, errors, devices -------------------------------------------- */

@@ -26,6 +26,8 @@
  * The slowest result is a failure, CUDNN_STATUS_NOT_SUPPORTED of the version
  * reported (9 before cuDNN 9, 3000 since).
  */
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -64,6 +66,18 @@ struct conv {
 static int find_calls;
 
 int standin_find_calls(void) { return __atomic_load_n(&find_calls, __ATOMIC_RELAXED); }
+
+/* A lookup cuDNN makes itself, as cuDNN 9's libcudnn.so.9 takes each
+ * function from its sub-library with dlsym: name in this library's own
+ * handle (tests/preload/dlsym_exact.c; the interposer must answer it as
+ * glibc does, never with its own function). */
+void *standin_lookup_own(const char *name) {
+    void *h = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_NOLOAD);
+    /* Not a tail call: the caller a dlsym sees is its return address's
+     * object, and a tail call's is this function's caller. */
+    void *volatile p = h ? dlsym(h, name) : NULL;
+    return p;
+}
 
 static size_t env_size(const char *name, size_t def) {
     const char *v = getenv(name);

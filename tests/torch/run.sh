@@ -19,11 +19,17 @@
 #      inside the process).
 #   3. The same import without the interposer: the references bind to
 #      libcudnn.so.9 (the log parsing sees what it should).
+#   4. convcache.enable() (python/convcache, with the build's interposer)
+#      before `import torch`: every one of those references binds to the
+#      interposer; after `import torch`: one ConvcacheWarning, no
+#      interposer loaded, every reference binds to libcudnn.so.9
+#      (enable_check.py).
 #
 # usage: run.sh BUILD VENV
 set -eu
 build=$(cd "$1" && pwd)
 venv=$(cd "$2" && pwd)
+src=$(cd "$(dirname "$0")/../.." && pwd)
 py=$venv/bin/python
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
@@ -87,4 +93,23 @@ while read -r sym; do
     awk -v s="$sym" '$1 == s {print $2}' "$tmp/without.txt" | grep -q '/libcudnn\.so\.9$' ||
         { echo "torch-check: without the interposer, $sym did not bind to libcudnn.so.9" >&2; exit 1; }
 done < "$tmp/refs"
-echo "torch-check: ok ($(wc -l < "$tmp/refs") references, all to the interposer)"
+
+# enabled WHEN WANT: enable_check.py WHEN under LD_DEBUG=bindings; every
+# reference binds to a file whose name ends in WANT.
+enabled() {
+    echo "== torch: convcache.enable() $1 import torch, LD_BIND_NOW=1, LD_DEBUG=bindings"
+    env LD_BIND_NOW=1 LD_DEBUG=bindings LD_DEBUG_OUTPUT="$tmp/enable-$1" PYTHONPATH="$src/python" \
+        "$py" -W ignore tests/torch/enable_check.py "$build/libconvcache_preload.so" "$1"
+    bound "$tmp/enable-$1" > "$tmp/enable-$1.txt"
+    sed 's/^/   /' "$tmp/enable-$1.txt"
+    while read -r sym; do
+        targets=$(awk -v s="$sym" '$1 == s {print $2}' "$tmp/enable-$1.txt")
+        [ -n "$targets" ] || { echo "torch-check: enable() $1: no binding of $sym was logged" >&2; exit 1; }
+        for t in $targets; do
+            case $t in *"$2") ;; *) echo "torch-check: enable() $1: $sym binds to $t" >&2; exit 1 ;; esac
+        done
+    done < "$tmp/refs"
+}
+enabled before /libconvcache_preload.so
+enabled after /libcudnn.so.9
+echo "torch-check: ok ($(wc -l < "$tmp/refs") references, all to the interposer under convcache run and after convcache.enable(); to libcudnn.so.9 without, and after import torch; convcache.enable())"

@@ -7,6 +7,9 @@
 #   2. convcache run finds the interposer inside the installed package (an
 #      absolute path), and a stand-in cuDNN program run twice under it
 #      benchmarks 18 times, then 0 (the stand-ins come from the build tree);
+#      so does python -m convcache run; convcache.enable() serves a library
+#      linked to cuDNN loaded after it, and after one warns once and binds
+#      nothing (enable_check.py; not under qemu);
 #   3. a C and a C++ program built with CMake through convcache config
 #      --cmakedir (convcache::convcache and convcache::dynamic, the latter
 #      run without CONVCACHE_LIBRARY), with pkg-config through convcache
@@ -150,6 +153,25 @@ for run in 1 2; do
     ok "run $run: $finds find calls reached cuDNN"
 done
 cmp -s "$tmp/r1.txt" "$tmp/r2.txt" || fail "run 2's results differ from run 1's"
+if [ -z "$qemu" ]; then
+    # python -m convcache run is the command; convcache.enable() in the
+    # process serves a library linked to cuDNN loaded after it, and after
+    # cuDNN was loaded warns once and binds nothing (tests/wheel/enable_check.py).
+    for run in 1 2; do
+        $clean timeout 300 "$py" -m convcache run --path "$tmp/m.ccdb" -- \
+            "$build/tests/preload/preload_prog" run "$tmp/m$run.txt" >"$tmp/o" 2>&1 || { cat "$tmp/o" >&2; fail "python -m convcache run $run"; }
+        finds=$(sed -n 's/^finds //p' "$tmp/o")
+        want=18
+        [ $run = 1 ] || want=0
+        [ "$finds" = $want ] || { cat "$tmp/o" >&2; fail "python -m convcache run, run $run: $finds finds, want $want"; }
+    done
+    cmp -s "$tmp/m1.txt" "$tmp/r1.txt" || fail "python -m convcache run's results differ"
+    ok "python -m convcache run -- PROG, twice: 18 finds, then 0, same results"
+    for when in before after; do
+        $clean CONVCACHE_PATH="$tmp/enable.ccdb" timeout 300 "$py" "$here/enable_check.py" \
+            "$build/tests/preload/libenable_client.so" $when || fail "convcache.enable() ($when)"
+    done
+fi
 
 echo "-- 3. C and C++ programs against the installed package"
 export CONVCACHE_PATH="$tmp/consumer.ccdb"
