@@ -72,23 +72,29 @@ EXPORT cudnnStatus_t cudnnBackendCreateDescriptor(cudnnBackendDescriptorType_t t
                                                   cudnnBackendDescriptor_t *desc) {
     REAL_OR(CUDNN_STATUS_NOT_INITIALIZED);
     if (!active()) return r->create(type, desc);
+    struct v8_timer tc;
+    v8_time_call(&tc, NULL);
     in_real++;
-    cudnnStatus_t st = r->create(type, desc);
+    cudnnStatus_t st = V8_TIMED(V8T_DESC, r->create(type, desc));
     in_real--;
     if (st == CUDNN_STATUS_SUCCESS && desc && *desc && v8_shadow_tracked_type((int)type)) {
         pthread_mutex_lock(&v8_mu);
         v8_shadow_add(*desc, (int)type);
         pthread_mutex_unlock(&v8_mu);
     }
+    v8_time_call_end(&tc);
     return st;
 }
 
 EXPORT cudnnStatus_t cudnnBackendDestroyDescriptor(cudnnBackendDescriptor_t desc) {
     REAL_OR(CUDNN_STATUS_NOT_INITIALIZED);
     if (in_real || library_forked()) return r->destroy(desc);
+    struct v8_timer tc;
+    v8_time_call(&tc, desc);
     in_real++;
-    cudnnStatus_t st = v8_destroying(desc) ? r->destroy(desc) : CUDNN_STATUS_SUCCESS;
+    cudnnStatus_t st = v8_destroying(desc) ? V8_TIMED(V8T_DESC, r->destroy(desc)) : CUDNN_STATUS_SUCCESS;
     in_real--;
+    v8_time_call_end(&tc);
     return st;
 }
 
@@ -142,14 +148,17 @@ EXPORT cudnnStatus_t cudnnBackendSetAttribute(cudnnBackendDescriptor_t desc, cud
                                               const void *elements) {
     REAL_OR(CUDNN_STATUS_NOT_INITIALIZED);
     if (!active()) return r->set(desc, name, type, count, elements);
+    struct v8_timer tc;
+    v8_time_call(&tc, NULL);
     in_real++;
-    cudnnStatus_t st = r->set(desc, name, type, count, elements);
+    cudnnStatus_t st = V8_TIMED(V8T_DESC, r->set(desc, name, type, count, elements));
     in_real--;
     if (st == CUDNN_STATUS_SUCCESS) {
         pthread_mutex_lock(&v8_mu);
         record_set(desc, (int)name, (int)type, count, elements);
         pthread_mutex_unlock(&v8_mu);
     }
+    v8_time_call_end(&tc);
     return st;
 }
 
@@ -160,10 +169,16 @@ EXPORT cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const des
     REAL_OR(CUDNN_STATUS_NOT_INITIALIZED);
     if (!active()) return r->get(desc, name, type, requested, count, elements);
     cudnnStatus_t answered;
+    int heur = name == CUDNN_ATTR_ENGINEHEUR_RESULTS;
+    struct v8_timer tc;
+    v8_time_call(&tc, heur ? desc : NULL);
     in_real++;
     int done = v8_plan_get(desc, (int)name, (int)type, requested, count, elements, &answered);
     in_real--;
-    if (done) return answered;
+    if (done) {
+        v8_time_call_end(&tc);
+        return answered;
+    }
     struct v8_graph *g = NULL;
     if (name == CUDNN_ATTR_ENGINEHEUR_RESULTS && type == CUDNN_TYPE_BACKEND_DESCRIPTOR &&
         ((requested > 0 && count && elements) || (requested == 0 && count))) {
@@ -176,26 +191,31 @@ EXPORT cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const des
         pthread_mutex_unlock(&v8_mu);
     }
     in_real++;
-    cudnnStatus_t st = g ? v8_reorder(g, desc, requested, count, elements)
-                         : r->get(desc, name, type, requested, count, elements);
+    cudnnStatus_t st = V8_TIMED(heur ? V8T_HEUR : V8T_DESC,
+                                g ? v8_reorder(g, desc, requested, count, elements)
+                                  : r->get(desc, name, type, requested, count, elements));
     in_real--;
     if (g) {
         pthread_mutex_lock(&v8_mu);
         v8_graph_unref(g);
         pthread_mutex_unlock(&v8_mu);
     }
+    v8_time_call_end(&tc);
     return st;
 }
 
 EXPORT cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t desc) {
     REAL_OR(CUDNN_STATUS_NOT_INITIALIZED);
     if (!active()) return r->finalize(desc);
+    struct v8_timer tc;
+    v8_time_call(&tc, desc);
     pthread_mutex_lock(&v8_mu);
     const struct v8_shadow *s = v8_shadow_get(desc);
     int type = s ? s->type : -1;
     pthread_mutex_unlock(&v8_mu);
     in_real++;
-    cudnnStatus_t st = type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR ? v8_plan_finalize(desc) : r->finalize(desc);
+    cudnnStatus_t st = V8_TIMED(v8_time_fin_phase(desc), type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR
+                                                             ? v8_plan_finalize(desc) : r->finalize(desc));
     switch (type) {
     case -1:
         break;
@@ -216,6 +236,7 @@ EXPORT cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t desc) {
         }
     }
     in_real--;
+    v8_time_call_end(&tc);
     return st;
 }
 
@@ -225,8 +246,11 @@ EXPORT cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescr
         return real_fns.execute(handle, plan, pack);
     REAL_OR(CUDNN_STATUS_NOT_INITIALIZED);
     if (!active()) return r->execute(handle, plan, pack);
+    struct v8_timer tc;
+    v8_time_call(&tc, plan);
     in_real++;
-    cudnnStatus_t st = v8_execute(handle, plan, pack);
+    cudnnStatus_t st = V8_TIMED(v8_time_exec_phase(plan), v8_execute(handle, plan, pack));
     in_real--;
+    v8_time_call_end(&tc);
     return st;
 }

@@ -88,10 +88,13 @@ static int build(void *user, const void *key, size_t key_len, void *value, size_
     struct v8_lease *l = user;
     struct timespec until;
     deadline_in(&until, timeout_ms());
+    struct v8_timer tw;
+    v8_time_begin(&tw, V8T_HELPER_WAIT);
     pthread_mutex_lock(&l->mu);
     set_state(l, LEASE_LEAD);
     int rc = 0;
     while (!l->done && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&l->cv, &l->mu, &until);
+    v8_time_end(&tw);
     int ok = l->done && l->value_len > 0 && l->value_len <= cap;
     if (ok) {
         memcpy(value, l->value, l->value_len);
@@ -105,7 +108,7 @@ static void *helper(void *arg) {
     struct v8_lease *l = arg;
     unsigned char value[VALUE_CAP];
     size_t len = 0;
-    int rc = api.get_or_create(l->cache, l->key, l->key_len, build, l, value, sizeof value, &len);
+    int rc = V8_TIMED(V8T_HELPER_CACHE, api.get_or_create(l->cache, l->key, l->key_len, build, l, value, sizeof value, &len));
     pthread_mutex_lock(&l->mu);
     if (rc == CONVCACHE_HIT && len <= sizeof l->value && l->state == 0) {
         memcpy(l->value, value, len);
@@ -146,6 +149,8 @@ int v8_lease_take(convcache_handle *cache, const unsigned char *key, size_t key_
      * builder; this bound only guards against a helper that never says. */
     struct timespec until;
     deadline_in(&until, timeout_ms() + 10000);
+    struct v8_timer tw;
+    v8_time_begin(&tw, V8T_LEASE);
     pthread_mutex_lock(&l->mu);
     int rc = 0;
     while (l->state == 0 && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&l->cv, &l->mu, &until);
@@ -158,6 +163,7 @@ int v8_lease_take(convcache_handle *cache, const unsigned char *key, size_t key_
     }
     if (state == LEASE_NONE || state == LEASE_VALUE) l->done = 1;
     pthread_mutex_unlock(&l->mu);
+    v8_time_end(&tw);
     if (state == LEASE_LEAD) {
         *out = l;
         return state;

@@ -72,7 +72,7 @@ static void record(struct v8_graph *g, void *plan) {
     if (lease) {
         v8_lease_finish(lease, len ? value : NULL, len);
     } else if (len) {
-        int rc = api.insert(g->cache, g->key, g->key_len, value, len);
+        int rc = V8_TIMED(V8T_CACHE, api.insert(g->cache, g->key, g->key_len, value, len));
         if (rc < 0 && rc != CONVCACHE_E_READONLY) {
             COUNT(errors);
             warn_once(W_CACHE, "a cache error (%s) kept a backend-API choice from being stored",
