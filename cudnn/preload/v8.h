@@ -216,9 +216,11 @@ void v8_time_end(struct v8_timer *t);
  * its own time is V8T_OWN) about desc (NULL: no graph's). */
 void v8_time_call(struct v8_timer *t, const void *desc);
 void v8_time_call_end(struct v8_timer *t);
-/* The phase of an execute of plan, and of a finalize of desc. */
-int v8_time_exec_phase(const void *plan);
+/* The phase of a finalize of desc. */
 int v8_time_fin_phase(const void *desc);
+/* v8_time_execute is v8_execute as one timed call (out of line: the
+ * execute's fast path keeps its small frame). */
+cudnnStatus_t v8_time_execute(cudnnHandle_t h, void *plan, void *pack);
 /* V8_TIMED evaluates expr as one interval of phase. */
 #define V8_TIMED(phase, expr)                      \
     __extension__({                                \

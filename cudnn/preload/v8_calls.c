@@ -246,11 +246,8 @@ EXPORT cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescr
         return real_fns.execute(handle, plan, pack);
     REAL_OR(CUDNN_STATUS_NOT_INITIALIZED);
     if (!active()) return r->execute(handle, plan, pack);
-    struct v8_timer tc;
-    v8_time_call(&tc, plan);
     in_real++;
-    cudnnStatus_t st = V8_TIMED(v8_time_exec_phase(plan), v8_execute(handle, plan, pack));
+    cudnnStatus_t st = v8_time_execute(handle, plan, pack);
     in_real--;
-    v8_time_call_end(&tc);
     return st;
 }

@@ -97,7 +97,7 @@ void v8_time_call_end(struct v8_timer *t) {
 
 /* ---- what an execute or a plan's finalize is ------------------------------ */
 
-int v8_time_exec_phase(const void *plan) {
+static int exec_phase(const void *plan) {
     pthread_mutex_lock(&v8_mu);
     const struct v8_shadow *p = v8_shadow_get(plan);
     const struct v8_graph *g = p ? p->g : NULL;
@@ -108,6 +108,14 @@ int v8_time_exec_phase(const void *plan) {
                                                           : V8T_EXEC_TIMING;
     pthread_mutex_unlock(&v8_mu);
     return phase;
+}
+
+cudnnStatus_t v8_time_execute(cudnnHandle_t h, void *plan, void *pack) {
+    struct v8_timer tc;
+    v8_time_call(&tc, plan);
+    cudnnStatus_t st = V8_TIMED(exec_phase(plan), v8_execute(h, plan, pack));
+    v8_time_call_end(&tc);
+    return st;
 }
 
 int v8_time_fin_phase(const void *desc) {
