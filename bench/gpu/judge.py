@@ -54,8 +54,9 @@ def graphs_line(info):
 def torch_rows(d, names):
     rows = []
     for label, name in names:
-        if os.path.exists(p(d, name + ".txt")):
-            rows.append(proc_row(label, bars.read_torch(p(d, name + ".txt"))))
+        t = bars.read_torch(p(d, name + ".txt")) if os.path.exists(p(d, name + ".txt")) else None
+        if t and t["marks"]:  # PyTorch's (a stand-in program prints none)
+            rows.append(proc_row(label, t))
     return PROC_HEAD + rows if rows else []
 
 

@@ -8,7 +8,8 @@
 # Environment: KIT_BUILD (build/, made by `make gpu-kit` where Go is),
 # KIT_STANDIN (1: the CPU stand-ins of tests/preload, no GPU), KIT_RESULTS
 # (the results file), MAKE, PYTHON, CUDNN_LIBRARY (libcudnn.so.9; default:
-# PyTorch's nvidia-cudnn wheel). On the stand-ins the PyTorch parts run
+# PyTorch's nvidia-cudnn wheel); KIT_WARM_ENV (VAR=VALUE words for
+# warm-default's warm run on the stand-ins only: kit_test.sh breaks it). On the stand-ins the PyTorch parts run
 # their closest stand-in equivalent where there is one (the default path:
 # tests/v8fe/torch_like, PyTorch's sequence on the real cudnn_frontend;
 # 4 processes: tests/preload/v8_prog), else SKIP and say why.
@@ -130,7 +131,7 @@ warm-default)
     if [ "$standin" = 1 ]; then
         prog="$build/tests/v8fe/torch_like --iterations 1"
         run cold $LOG CONVCACHE_PATH="$dir/c.ccdb" --cc -- $prog || exit 1
-        run warm $LOG CONVCACHE_PATH="$dir/c.ccdb" --cc -- $prog || exit 1
+        run warm $LOG CONVCACHE_PATH="$dir/c.ccdb" ${KIT_WARM_ENV:-} --cc -- $prog || exit 1
     else
         need_torch "ResNet-50 on the default path"
         run cold $LOG CONVCACHE_PATH="$dir/c.ccdb" --cc -- "$PYTHON" "$step" $RESNET || exit 1
