@@ -10,7 +10,8 @@
 #      aside (a cuDNN whose plans run another engine than stored), then 4
 #      processes whose graphs are each benchmarked by all of them (a build
 #      timeout of 1 ms: nobody waits for the leader), then a part that
-#      passes after both.
+#      passes after both;
+#   3. the PyTorch parts' shell plumbing, on a made-up python.
 # report_test.py fails each bar of bars.py on made-up figures.
 # usage: kit_test.sh BUILD
 set -u
@@ -78,6 +79,23 @@ if grep -q 'gpu-check part warm-default: begin' "$T/results.md" && grep -q '^\*\
     ok "each part's table, with its verdict, goes to its section of the results file"
 else
     bad "the results file has no part sections with verdicts"
+fi
+
+# ---- 3. the PyTorch parts' plumbing (runs, marks, the barrier, the judge)
+# rehearsed with a made-up python (fake_python.sh): every part passes; a
+# warm run slower than 1.25x its floor fails resnet, and the next part runs.
+P="resnet:60 multiscale:60 procs4:60 deterministic:60 bf16-cl:60 sdpa:60 torch-v7:60 warm-default:60"
+# shellcheck disable=SC2086 # the parts
+KIT_BUILD=$B KIT_STANDIN=0 PYTHON="$here/fake_python.sh" sh "$here/kit.sh" "$T/k6" $P > "$T/k6.out" 2>&1
+rc1=$?
+FAKE_FIRST_MS=1300 KIT_BUILD=$B KIT_STANDIN=0 PYTHON="$here/fake_python.sh" sh "$here/kit.sh" "$T/k7" resnet:60 sdpa:60 \
+    > "$T/k7.out" 2>&1
+rc2=$?
+if [ "$rc1" = 0 ] && grep -q '^gpu-check: 8 parts, 8 PASS' "$T/k6.out" && [ "$rc2" = 1 ] &&
+    grep -q "^FAIL resnet .*1.30x the floor's 1000 ms" "$T/k7.out" && grep -q '^PASS sdpa ' "$T/k7.out"; then
+    ok "the PyTorch parts run end to end on a made-up python; a warm run 1.3x its floor is a FAIL line, and the next part passes"
+else
+    bad "PyTorch parts' plumbing: exit $rc1, $rc2: $(cat "$T/k6.out" "$T/k7.out")"
 fi
 
 [ "$fails" -eq 0 ] || { echo "kit_test: $fails failed" >&2; exit 1; }
