@@ -127,7 +127,7 @@ def part_multiscale(d):
     t = {n: bars.read_torch(p(d, n + ".txt")) for n in ("without", "cold", "warm")}
     warm = bars.read_interposer(p(d, "warm.err"))
     fails = bars.bar_served_one_plan(warm["graphs"]) + bars.bar_aside_expected(warm["graphs"])
-    out = ["### Multi-scale: 13 input sizes, a new one every step, two epochs", ""]
+    out = ["### Multi-scale: 12 input sizes, a new one every step, two epochs", ""]
     out += torch_rows(d, (("without convcache", "without"), ("convcache cold", "cold"), ("convcache warm", "warm")))
     out += ["", "Warm: %s; %s." % (graphs_line(warm), bars.fmt_time(warm["time"]))]
     figures = "epochs (ms): " + "; ".join("%s %s" % (n, " + ".join("%.0f" % e for e in t[n]["epochs"]))

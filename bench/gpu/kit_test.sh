@@ -84,7 +84,7 @@ fi
 # ---- 3. the PyTorch parts' plumbing (runs, marks, the barrier, the judge)
 # rehearsed with a made-up python (fake_python.sh): every part passes; a
 # warm run slower than 1.25x its floor fails resnet, and the next part runs.
-P="resnet:60 multiscale:60 procs4:60 deterministic:60 bf16-cl:60 sdpa:60 torch-v7:60 warm-default:60"
+P="warm-default:60 resnet:60 multiscale:60 procs4:60 deterministic:60 bf16-cl:60 sdpa:60 torch-v7:60"
 # shellcheck disable=SC2086 # the parts
 KIT_BUILD=$B KIT_STANDIN=0 PYTHON="$here/fake_python.sh" sh "$here/kit.sh" "$T/k6" $P > "$T/k6.out" 2>&1
 rc1=$?
