@@ -9,7 +9,9 @@
 #                                PASS/FAIL/SKIP line per part, then the total;
 #                                exits 1 if any part failed. The tables go to
 #                                bench/gpu/RESULTS.md, every log to
-#                                bench/gpu/logs/kit/
+#                                bench/gpu/logs/kit/ (a part's directory
+#                                holds its latest run; summary.txt every
+#                                run's lines)
 #   make gpu-check GPU_KIT_PARTS="resnet:240 sdpa:90"
 #                                rerun only those parts
 #   make gpu-check STANDIN=1     the same on the CPU against the stand-in
@@ -41,7 +43,7 @@ gpu-kit: $(GPU_KIT)
 # make must not try to rebuild it (the parts say what is missing). STANDIN=1
 # (CI) builds the kit first.
 gpu-check: $(if $(filter 1,$(STANDIN)),$(GPU_KIT_STANDIN))
-	@mkdir -p $(dir $(GPU_RESULTS)); rm -rf $(GPU_KIT_OUT); \
+	@mkdir -p $(dir $(GPU_RESULTS)) $(GPU_KIT_OUT); $(if $(filter 1,$(STANDIN)),rm -rf $(GPU_KIT_OUT)/*;) \
 	KIT_BUILD=$(BUILD) KIT_STANDIN=$(if $(filter 1,$(STANDIN)),1,0) KIT_RESULTS=$(abspath $(GPU_RESULTS)) \
 	  MAKE="$(MAKE)" sh bench/gpu/kit.sh $(GPU_KIT_OUT) $(GPU_KIT_PARTS); rc=$$?; \
 	{ echo '```'; cat $(GPU_KIT_OUT)/summary.txt; echo '```'; } > $(GPU_KIT_OUT)/summary.md; \

@@ -21,13 +21,17 @@ parts=${KIT_PARTS:-sh $(cd "$(dirname "$0")" && pwd)/parts.sh}
 mkdir -p "$out"
 now() { date +%s.%N; }
 t0=$(now)
+export KIT_RUN="$$"  # this run, for what its parts find out once (parts.sh)
 n=0 pass=0 fail=0 skip=0
-: > "$out/summary.txt"
+# summary.txt keeps every run's lines (a rerun of the parts that failed
+# adds to it); each part's directory holds its latest run only.
+echo "== $(date -u '+%Y-%m-%d %H:%M:%S UTC') gpu-check: $*" >> "$out/summary.txt"
 for spec in "$@"; do
     name=${spec%%:*}
     limit=${spec#*:}
     [ "$limit" = "$spec" ] && limit=600
     n=$((n + 1))
+    rm -rf "${out:?}/$name"
     mkdir -p "$out/$name"
     s=$(now)
     # timeout signals the whole process group it runs the part in.

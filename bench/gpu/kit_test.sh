@@ -34,7 +34,7 @@ esac
 EOF
 KIT_PARTS="sh $T/fake.sh" sh "$here/kit.sh" "$T/k1" fail:30 hang:1 skip:30 pass:30 > "$T/k1.out" 2>&1
 rc=$?
-sed 's/ ([0-9.]* s)//; s/ in [0-9.]* s$//' "$T/k1.out" > "$T/k1.lines"
+sed 's/ ([0-9.]* s)//; s/ in [0-9.]* s$//' "$T/k1.out" | grep -v '^== ' > "$T/k1.lines"
 cat > "$T/k1.want" <<'EOF'
 FAIL fail: made to fail
 FAIL hang: stopped: ran past its 1 s timeout; started

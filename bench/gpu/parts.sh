@@ -48,7 +48,7 @@ fi
 
 # torch_ok: PyTorch with CUDA imports here (asked once per kit run).
 torch_ok() {
-    f=$dir/../.torch
+    f=$dir/../.torch.${KIT_RUN:-0}
     [ -e "$f" ] || { "$PYTHON" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' \
                          >/dev/null 2>&1 && echo 1 > "$f" || echo 0 > "$f"; }
     [ "$(cat "$f")" = 1 ]
