@@ -37,6 +37,6 @@ case "$1" in
     [ -n "${CONVCACHE_VERBOSE:-}" ] && echo "convcache-preload: summary: finds 3, hits $((3 * warm)), misses $((3 - 3 * warm)), passthrough 0" >&2
     exit 0
     ;;
-*/sdpa_check.py) echo "sdpa 0123abcd 4x8x512x64" ;;
+*/sdpa_check.py) echo "sdpa 0123abcd 4567ef 4x8x512x64" ;;
 *) exec python3 "$@" ;;
 esac

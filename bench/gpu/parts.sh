@@ -208,6 +208,7 @@ sdpa)
     rc=$?
     [ "$rc" = 77 ] && skip "$(sed -n 's/^skip: //p' "$dir/without.txt")"
     [ "$rc" = 0 ] || exit 1
+    run without2 -- "$PYTHON" "$here/sdpa_check.py" || exit 1
     run with $LOG CONVCACHE_PATH="$dir/s.ccdb" --cc -- "$PYTHON" "$here/sdpa_check.py" || exit 1
     judge sdpa "$dir"
     ;;

@@ -6,8 +6,11 @@ The GPU check's sdpa part (bench/gpu/parts.sh) runs it without and with
 the interposer: the digests must be equal (the interposer leaves graphs
 other than a single convolution untouched).
 
-Prints "sdpa DIGEST SHAPES" and "torch VERSION cudnn VERSION"; exits 77
-when cuDNN attention cannot run here (then nothing was compared).
+Prints "sdpa FORWARD_DIGEST BACKWARD_DIGEST SHAPES" (the outputs; the
+gradients) and "torch VERSION cudnn VERSION"; exits 77 when cuDNN
+attention cannot run here (then nothing was compared). cuDNN's attention
+backward may not repeat bit for bit even without the interposer: the part
+runs it twice without, and compares the gradients only when those agree.
 """
 import hashlib
 import sys
@@ -22,7 +25,7 @@ def main():
         print("skip: torch.nn.attention is missing (%s)" % e)
         sys.exit(77)
     torch.manual_seed(0)
-    h = hashlib.sha256()
+    fwd, bwd = hashlib.sha256(), hashlib.sha256()
     shapes = []
     for b, heads, seq, dim in ((4, 8, 512, 64), (2, 16, 1024, 128)):
         q, k, v = (torch.randn(b, heads, seq, dim, device="cuda", dtype=torch.bfloat16, requires_grad=True)
@@ -35,14 +38,14 @@ def main():
             print("skip: cuDNN attention did not run: %s" % str(e).splitlines()[0])
             sys.exit(77)
         torch.cuda.synchronize()
-        for t in (out, q.grad, k.grad, v.grad):
+        for h, t in ((fwd, out), (bwd, q.grad), (bwd, k.grad), (bwd, v.grad)):
             c = t.detach().contiguous().cpu().view(torch.uint8)
             try:
                 h.update(c.numpy().tobytes())
             except (ImportError, RuntimeError):  # no numpy
                 h.update(bytes(c.tolist()))
         shapes.append("%dx%dx%dx%d" % (b, heads, seq, dim))
-    print("sdpa %s %s" % (h.hexdigest(), ",".join(shapes)))
+    print("sdpa %s %s %s" % (fwd.hexdigest(), bwd.hexdigest(), ",".join(shapes)))
     print("torch %s cudnn %s" % (torch.__version__, torch.backends.cudnn.version()), flush=True)
 
 
