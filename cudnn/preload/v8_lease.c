@@ -108,7 +108,8 @@ static void *helper(void *arg) {
     struct v8_lease *l = arg;
     unsigned char value[VALUE_CAP];
     size_t len = 0;
-    int rc = V8_TIMED(V8T_HELPER_CACHE, api.get_or_create(l->cache, l->key, l->key_len, build, l, value, sizeof value, &len));
+    int rc = V8_TIMED(V8T_HELPER_CACHE,
+                      api.get_or_create(l->cache, l->key, l->key_len, build, l, value, sizeof value, &len));
     pthread_mutex_lock(&l->mu);
     if (rc == CONVCACHE_HIT && len <= sizeof l->value && l->state == 0) {
         memcpy(l->value, value, len);

@@ -7,11 +7,12 @@
  * execute's fast path, which stays one load and the real call) is a root
  * interval; inside it, intervals of one phase each are nested (the real
  * heuristics, a plan's finalize, an execute, a wait for another builder,
- * a cache call, loading libconvcache). Every interval's time is counted once, in its own phase,
- * less the intervals nested in it; what a root keeps for itself is the
- * interposer's own work (locks, shadows, keys, reading choices). So the
- * phases and "own" add up to the time spent in the interposer's calls by
- * construction, and "own" says how much of it the phases do not explain.
+ * a cache call, loading libconvcache). Every interval's time is counted
+ * once, in its own phase, less the intervals nested in it; what a root
+ * keeps for itself is the interposer's own work (locks, shadows, keys,
+ * reading choices). So the phases and "own" add up to the time spent in
+ * the interposer's calls by construction, and "own" says how much of it
+ * the phases do not explain.
  *
  * A helper thread's get_or_create (v8_lease.c) runs outside every call:
  * it is counted apart, less the time its builder waits for the host.
@@ -26,10 +27,20 @@ static uint64_t totals[V8T_N];
 static __thread struct v8_timer *top __attribute__((tls_model("initial-exec")));
 
 static const char *const names[V8T_N] = {
-    [V8T_CALLS] = "calls",       [V8T_OWN] = "own",           [V8T_HEUR] = "heur",          [V8T_FIN_STORED] = "fin_stored",
-    [V8T_FIN_OTHER] = "fin_other", [V8T_EXEC_WARMUP] = "exec_warmup", [V8T_EXEC_TIMING] = "exec_timing",
-    [V8T_EXEC_OTHER] = "exec_other", [V8T_LEASE] = "lease_wait", [V8T_CACHE] = "cache",
-    [V8T_DESC] = "desc",         [V8T_SETUP] = "setup",         [V8T_HELPER_CACHE] = "helper_cache", [V8T_HELPER_WAIT] = "helper_wait",
+    [V8T_CALLS] = "calls",
+    [V8T_OWN] = "own",
+    [V8T_HEUR] = "heur",
+    [V8T_FIN_STORED] = "fin_stored",
+    [V8T_FIN_OTHER] = "fin_other",
+    [V8T_EXEC_WARMUP] = "exec_warmup",
+    [V8T_EXEC_TIMING] = "exec_timing",
+    [V8T_EXEC_OTHER] = "exec_other",
+    [V8T_LEASE] = "lease_wait",
+    [V8T_CACHE] = "cache",
+    [V8T_DESC] = "desc",
+    [V8T_SETUP] = "setup",
+    [V8T_HELPER_CACHE] = "helper_cache",
+    [V8T_HELPER_WAIT] = "helper_wait",
 };
 
 void v8_time_begin(struct v8_timer *t, int phase) {
@@ -79,7 +90,7 @@ static void log_graph(struct v8_graph *g) {
     int n = 0;
     for (int i = 0; i < V8T_HELPER_CACHE && n >= 0 && (size_t)n < sizeof line; i++)
         n += snprintf(line + n, sizeof line - (size_t)n, "%s%s=%.3f", i ? " " : "", names[i],
-                          (double)g->time.ns[i] / 1e6);
+                      (double)g->time.ns[i] / 1e6);
     log_key("time ms", line, g->key, g->key_len);
 }
 
@@ -90,6 +101,7 @@ void v8_time_call_end(struct v8_timer *t) {
     pthread_mutex_lock(&v8_mu);
     for (int i = 0; i < V8T_N; i++) t->g->time.ns[i] += t->by[i];
     t->g->time.ns[V8T_CALLS] += all;
+    if (t->g->refs == 1) v8_close_window(t->g); /* as the unref below would: logged first */
     log_graph(t->g);
     v8_graph_unref(t->g);
     pthread_mutex_unlock(&v8_mu);
