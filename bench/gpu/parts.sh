@@ -85,8 +85,8 @@ step=$here/torch_step.py
 # ResNet-50 at 3 sizes, batch 16; --steady steps at the last size.
 RESNET="--batch 16 --sizes 160,224,288 --steady 30"
 
-# barrier N CMD-PREFIX: start N copies of "run pI ..." that meet at a FIFO
-# barrier (run.sh's): each says it is ready, then all go at once.
+# start_together N CMD...: N copies of CMD I BARRIER-DIR, which meet at a
+# FIFO barrier (run.sh's): each says it is ready, then all go at once.
 start_together() {
     n=$1
     shift
@@ -102,8 +102,10 @@ start_together() {
         (exec 3>&-; "$@" "$i" "$bar") &
         pids="$pids $!"
     done
+    # Until all are there, or one is gone (then the rest go at once).
     k=0
     while [ "$(find "$bar" -name 'ready.*' | wc -l)" -lt "$n" ] && [ "$k" -lt 3000 ]; do
+        for p in $pids; do kill -0 "$p" 2>/dev/null || k=3000; done
         k=$((k + 1))
         sleep 0.1
     done
