@@ -169,7 +169,8 @@ def part_torch_v7(d):
 
 def part_v8_check(d):
     text = open(p(d, "v8.txt")).read()
-    last = ([l for l in text.splitlines() if l.strip()] or ["no output"])[-1][:300]
+    said = [l for l in text.splitlines() if l.startswith("v8_check: ")] or [l for l in text.splitlines() if l.strip()]
+    last = (said or ["no output"])[-1][:300]
     fails = [] if "v8_check: PASS" in text else ["v8_check did not pass (%s)" % last]
     rows = [l for l in text.splitlines() if l.startswith("| all ") or l.startswith("v8_check: second reader")]
     return [], fails, "; ".join(r.strip("| ") for r in rows) or "no table"
