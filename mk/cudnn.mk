@@ -94,6 +94,7 @@ cudnn-test: $(LIB) $(PRELOAD_LIB) $(STANDINS) $(PRELOAD_TEST_BINS) $(BUILD)/conv
 	sh tests/preload/dlopen_run.sh $(BUILD)
 	sh tests/preload/v8_run.sh $(BUILD) v8_prog - $(STANDIN_DIR)/v8_prog
 	sh tests/preload/v8_hosts.sh $(BUILD)
+	sh tests/preload/v8_time.sh $(BUILD)
 
 install-preload: $(PRELOAD_LIB)
 	install -d $(DESTDIR)$(LIBDIR)

@@ -1,26 +1,38 @@
-# make gpu-check: one command for a machine with an NVIDIA GPU (bench/gpu).
+# make gpu-check: the one prepared run for a machine with an NVIDIA GPU
+# (bench/gpu; issue 29). Run it first on any GPU machine.
 #
 #   make gpu-kit                 on a machine with Go: build everything the
 #                                check needs into build/ (copy it over)
-#   make gpu-check               on the GPU machine (no Go needed): the
-#                                cuDNN v7 find API under the interposer,
-#                                PyTorch's training step, and engine choices
-#                                stored and rebuilt on the backend API (v8,
-#                                mk/v8.mk); writes the tables to
-#                                bench/gpu/RESULTS.md
+#   make gpu-check               on the GPU machine (no Go needed): every part
+#                                of GPU_KIT_PARTS, each under its own timeout
+#                                (bench/gpu/kit.sh, bench/gpu/parts.sh); one
+#                                PASS/FAIL/SKIP line per part, then the total;
+#                                exits 1 if any part failed. The tables go to
+#                                bench/gpu/RESULTS.md, every log to
+#                                bench/gpu/logs/kit/ (a part's directory
+#                                holds its latest run; summary.txt every
+#                                run's lines)
+#   make gpu-check GPU_KIT_PARTS="resnet:240 sdpa:90"
+#                                rerun only those parts
 #   make gpu-check STANDIN=1     the same on the CPU against the stand-in
-#                                libraries; the table goes to
-#                                build/gpu/RESULTS-standin.md
-#   make gpu-check-standin       report.py's own tests, then the above (part
-#                                of make test)
+#                                libraries (tests/preload): the PyTorch parts
+#                                run their stand-in equivalent or SKIP;
+#                                results in build/gpu/RESULTS-standin.md
+#   make gpu-check-standin       the kit's own tests (bench/gpu/report_test.py,
+#                                bench/gpu/kit_test.sh), then the above
+#                                (part of make test)
 #
-# gpu-check runs each part named in GPU_CHECK_PARTS. Each part gets STANDIN
-# and writes its own section of the results file (bench/gpu/section.py).
+# A part is NAME:TIMEOUT_S. The timeouts are each part's bound; the whole
+# kit is meant to take at most 8 minutes on an H100 (not yet measured there).
 
 STANDIN ?=
 GPU_RESULTS ?= $(if $(filter 1,$(STANDIN)),$(BUILD)/gpu/RESULTS-standin.md,bench/gpu/RESULTS.md)
-GPU_CHECK_PARTS += gpu-check-v7 gpu-check-v8
+GPU_KIT_OUT ?= $(if $(filter 1,$(STANDIN)),$(BUILD)/gpu/kit,bench/gpu/logs/kit)
+GPU_KIT_PARTS ?= v7-find:120 v8-check:120 warm-default:120 procs4:120 deterministic:120 resnet:240 \
+                 multiscale:240 bf16-cl:120 sdpa:90 torch-v7:120
 GPU_KIT := $(LIB) $(PRELOAD_LIB) $(CLI) $(STANDINS)
+# What the stand-in equivalents of the PyTorch parts run.
+GPU_KIT_STANDIN := $(GPU_KIT) $(BUILD)/bench/gpu/v8_check $(BUILD)/tests/v8fe/torch_like $(STANDIN_DIR)/v8_prog
 
 TEST_TARGETS += gpu-check-standin
 
@@ -28,16 +40,23 @@ TEST_TARGETS += gpu-check-standin
 gpu-kit: $(GPU_KIT)
 
 # No prerequisite that Go builds: on the GPU machine build/ is a copy, and
-# make must not try to rebuild it (run.sh says what is missing). STANDIN=1
+# make must not try to rebuild it (the parts say what is missing). STANDIN=1
 # (CI) builds the kit first.
-gpu-check: $(if $(filter 1,$(STANDIN)),gpu-kit) $(GPU_CHECK_PARTS)
+gpu-check: $(if $(filter 1,$(STANDIN)),$(GPU_KIT_STANDIN))
+	@mkdir -p $(dir $(GPU_RESULTS)) $(GPU_KIT_OUT); $(if $(filter 1,$(STANDIN)),rm -rf $(GPU_KIT_OUT)/*;) \
+	KIT_BUILD=$(BUILD) KIT_STANDIN=$(if $(filter 1,$(STANDIN)),1,0) KIT_RESULTS=$(abspath $(GPU_RESULTS)) \
+	  MAKE="$(MAKE)" sh bench/gpu/kit.sh $(GPU_KIT_OUT) $(GPU_KIT_PARTS); rc=$$?; \
+	{ echo '```'; cat $(GPU_KIT_OUT)/summary.txt; echo '```'; } > $(GPU_KIT_OUT)/summary.md; \
+	python3 bench/gpu/section.py $(GPU_RESULTS) kit $(GPU_KIT_OUT)/summary.md; \
+	echo "gpu-check: tables in $(GPU_RESULTS), logs in $(GPU_KIT_OUT)"; exit $$rc
 
-gpu-check-v7: $(if $(filter 1,$(STANDIN)),gpu-kit)
-	@mkdir -p $(dir $(GPU_RESULTS))
-	sh bench/gpu/run.sh $(BUILD) $(if $(filter 1,$(STANDIN)),1,0) $(GPU_RESULTS)
+# The v7 find API alone (the v7-find part).
+gpu-check-v7:
+	$(MAKE) --no-print-directory gpu-check GPU_KIT_PARTS=v7-find:120
 
-# In make test: report.py's checks must fail on bad results, then the kit
-# runs end to end on the stand-ins.
-gpu-check-standin:
+# In make test: the bars must fail on bad results and a failing part must
+# not stop the next; then the kit runs end to end on the stand-ins.
+gpu-check-standin: $(GPU_KIT_STANDIN)
 	python3 bench/gpu/report_test.py
+	sh bench/gpu/kit_test.sh $(BUILD)
 	$(MAKE) --no-print-directory gpu-check STANDIN=1

@@ -149,7 +149,8 @@ V8_CHECK_LABEL := real GPU
 V8_CHECK_NEEDS :=
 endif
 
-$(V8_CHECK): bench/gpu/v8_check.c bench/gpu/conv_graph.h bench/gpu/cuda_driver.h $(ENGINE_SRC) $(ENGINE_HDR) \
+$(V8_CHECK): bench/gpu/v8_check.c bench/gpu/conv_graph.h bench/gpu/cuda_driver.h bench/gpu/plan_reader.h \
+  $(ENGINE_SRC) $(ENGINE_HDR) \
   include/convcache.h $(V8_CHECK_DEPS)
 	@mkdir -p $(@D)
 	@test -e $(BUILD)/libconvcache.so || { echo "$(BUILD)/libconvcache.so is missing: run make on a machine with Go, then copy $(BUILD)/ here" >&2; exit 1; }

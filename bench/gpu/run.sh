@@ -1,17 +1,13 @@
 #!/bin/sh
-# make gpu-check, the cuDNN v7 part: the interposer on a real GPU, or on the
-# CPU against the stand-in libraries (STANDIN=1, as CI runs it).
+# make gpu-check, the v7-find part (bench/gpu/parts.sh): the interposer on
+# cuDNN's v7 find API, on a real GPU, or on the CPU against the stand-in
+# libraries (STANDIN=1, as CI runs it).
 #
 #   (a) bench/gpu/v7_find (ResNet-50's convolutions at 3 sizes through
 #       cudnnFind*AlgorithmEx) twice in a row under `convcache run` on a
 #       fresh cache file; then, on another fresh file, two copies that wait
 #       at a barrier and start their find calls together;
-#   (b) when PyTorch with CUDA imports: torch_step.py (ResNet-50 training
-#       steps, cudnn.benchmark = True) with PyTorch's default path and no
-#       convcache, twice, then twice under `convcache run` (the default path, cuDNN's
-#       backend API, served by the interposer) on a fresh file, then twice
-#       under `convcache run --torch-v7` on another;
-#   (c) report.py: one table, printed and written to RESULTS.
+#   (b) report.py: one table, printed and written to RESULTS.
 #
 # Needs no Go: build/ (libconvcache, the interposer, the convcache command,
 # and for STANDIN=1 the stand-ins) comes from `make gpu-kit` on a machine
@@ -21,7 +17,7 @@
 # Environment: CUDNN_LIBRARY (libcudnn.so.9 to use; default: PyTorch's
 # nvidia-cudnn wheel if python can find it, else by name), PYTHON (python3),
 # GPU_CHECK_KEEP (a directory: every output and log is copied there at the
-# end, pass or fail).
+# end, pass or fail; the kit keeps them in its part's directory).
 set -eu
 build=$(cd "$1" && pwd)
 standin=$2
@@ -120,35 +116,6 @@ wait "$pa" || { cat "$out/par_a.log" >&2; exit 1; }
 wait "$pb" || { cat "$out/par_b.log" >&2; exit 1; }
 pids=
 
-echo "== gpu-check (b): PyTorch ResNet-50 training step"
-if [ "$standin" = 1 ]; then
-    echo "not run in the stand-in mode (no GPU)" > "$out/torch_skipped"
-elif ! "$PYTHON" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
-    echo "skipped: $PYTHON cannot import torch with CUDA" > "$out/torch_skipped"
-else
-    # Twice: the first process on a fresh machine was 4x slower than the
-    # second (one-off work, probably kernel caches being filled), so the
-    # second is the fair baseline for a warm run under convcache.
-    env -u TORCH_CUDNN_V8_API_DISABLED "$PYTHON" "$here/torch_step.py" > "$out/torch_default.txt"
-    env -u TORCH_CUDNN_V8_API_DISABLED "$PYTHON" "$here/torch_step.py" > "$out/torch_default2.txt"
-    # CONVCACHE_VERBOSE=1: the interposer's summary line (finds, hits, misses)
-    # goes to stderr at exit; report.py reads it.
-    # The default (v8) path: CONVCACHE_PRELOAD_LOG=1 adds one line per
-    # graph benchmarked (plans built, timed, refused) for report.py.
-    for run in cold warm; do
-        env -u TORCH_CUDNN_V8_API_DISABLED CONVCACHE_VERBOSE=1 CONVCACHE_PRELOAD_LOG=1 \
-            CONVCACHE_PATH="$work/torch_v8.ccdb" "$build/convcache" run -- \
-            "$PYTHON" "$here/torch_step.py" > "$out/torch_v8$run.txt" 2> "$out/torch_v8$run.err" ||
-            { tail -20 "$out/torch_v8$run.err" >&2; exit 1; }
-    done
-    for run in cold warm; do
-        CONVCACHE_VERBOSE=1 CONVCACHE_PATH="$work/torch.ccdb" "$build/convcache" run --torch-v7 -- \
-            "$PYTHON" "$here/torch_step.py" > "$out/torch_$run.txt" 2> "$out/torch_$run.err" ||
-            { cat "$out/torch_$run.err" >&2; exit 1; }
-    done
-fi
-[ -e "$out/torch_skipped" ] && echo "   $(cat "$out/torch_skipped")"
-
-echo "== gpu-check (c): results"
+echo "== gpu-check (b): results"
 "$PYTHON" "$here/report.py" "$out" "$results"
 echo "gpu-check: the table is in $results"

@@ -17,7 +17,10 @@
  *             report: the same engine and knobs, bit-identical outputs. It
  *             prints the table (Markdown, for bench/gpu/RESULTS.md) and
  *             exits 1 if any problem was not rebuilt, ran something else or
- *             gave other bits.
+ *             gave other bits. Engine and knobs are compared twice: as the
+ *             engine code reads them, and as a second reader written apart
+ *             from it reads them (plan_reader.h), in run 1 and in run 2.
+ *             Then the 5 problems slowest to choose in run 2.
  *
  * "Choosing" is what PyTorch spends before it can run a convolution it has
  * not seen: run 1 the cache lookup, heuristics, plan builds and timing; run
@@ -37,6 +40,7 @@
 #include "convcache.h"
 #include "convcache_engine.h"
 #include "cuda_driver.h"
+#include "plan_reader.h"
 
 #define MAX_PROBLEMS 1024
 #define MAX_CANDIDATES 64
@@ -52,6 +56,8 @@ struct problem {
     char choice[1400];
     uint64_t digest[2];
     int repeatable; /* run 1: two runs of the winner gave the same bits */
+    char reading[1400];/* the second reader's text of the winner (plan_reader.h) */
+    double ms[3];      /* time choosing, run 1 and run 2 */
 };
 
 static double now_ms(void) {
@@ -254,9 +260,11 @@ static void write_report(const char *path, struct problem *p, int n, double choo
     fprintf(f, "run=%d\nproblems=%d\n", run, n);
     for (int op = 1; op <= 3; op++) fprintf(f, "choosing_ms_%d=%.6f\n", op, choose_ms[op]);
     fprintf(f, "choosing_ms=%.6f\n", choose_ms[0]);
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         fprintf(f, "p %d %016" PRIx64 "%016" PRIx64 " %d %s\n", i, p[i].digest[0], p[i].digest[1], p[i].repeatable,
                 p[i].choice);
+        fprintf(f, "r %d %s\nt %d %.6f\n", i, p[i].reading, i, p[i].ms[run]);
+    }
     if (fclose(f)) die("cannot write the report");
 }
 
@@ -272,6 +280,9 @@ static void read_report(const char *path, struct problem *p, int n, double choos
         double v;
         char hex[40], choice[1400];
         if (sscanf(line, "choosing_ms_%d=%lf", &op, &v) == 2 && op >= 1 && op <= 3) choose_ms[op] = v;
+        else if (sscanf(line, "r %d %1399[^\n]", &i, choice) == 2 && i >= 0 && i < n)
+            snprintf(p[i].reading, sizeof p[i].reading, "%s", choice);
+        else if (sscanf(line, "t %d %lf", &i, &v) == 2 && i >= 0 && i < n) p[i].ms[1] = v;
         else if (sscanf(line, "choosing_ms=%lf", &v) == 1) choose_ms[0] = v;
         else if (sscanf(line, "p %d %39s %d %1399[^\n]", &i, hex, &rep, choice) == 4 && i >= 0 && i < n &&
                  strlen(hex) == 32) {
@@ -290,6 +301,28 @@ static void read_report(const char *path, struct problem *p, int n, double choos
 }
 
 static const char *const phase[4] = {"all", "forward", "backward data", "backward filter"};
+
+/* slowest prints the 5 problems that took longest to choose in run 2. */
+static void slowest(const struct problem *p, int n) {
+    int top[5], k = 0;
+    for (; k < 5 && k < n; k++) { /* the k-th slowest: the slowest of those not yet listed */
+        int best = -1;
+        for (int i = 0; i < n; i++) {
+            int listed = 0;
+            for (int j = 0; j < k; j++) listed |= top[j] == i;
+            if (!listed && (best < 0 || p[i].ms[2] > p[best].ms[2])) best = i;
+        }
+        top[k] = best;
+    }
+    printf("\nThe %d problems slowest to choose in run 2:\n\n| problem | run 1 (ms) | run 2 (ms) |\n|---|---:|---:|\n",
+           k);
+    for (int i = 0; i < k; i++) {
+        const struct cg_conv *c = &p[top[i]].conv;
+        printf("| %s n%lld c%lld %lldx%lld k%lld %lldx%lld stride %lld | %.2f | %.2f |\n", phase[c->op],
+               (long long)c->n, (long long)c->c, (long long)c->h, (long long)c->w, (long long)c->k, (long long)c->r,
+               (long long)c->s, (long long)c->stride, p[top[i]].ms[1], p[top[i]].ms[2]);
+    }
+}
 
 int main(int argc, char **argv) {
     int run = 0, batch = 16, limit = MAX_PROBLEMS, device = 0;
@@ -337,7 +370,8 @@ int main(int argc, char **argv) {
     if (rc < 0) die(convcache_last_error());
 
     double choose[4] = {0}, first[4] = {0};
-    int per[4] = {0}, rebuilt[4] = {0}, same[4] = {0}, identical[4] = {0}, repeat[4] = {0};
+    int per[4] = {0}, rebuilt[4] = {0}, same[4] = {0}, same2[4] = {0}, agree[4] = {0}, identical[4] = {0};
+    int repeat[4] = {0};
     if (run == 2) read_report(compare, probs, n, first);
     for (int i = 0; i < n; i++) {
         struct problem *p = &probs[i];
@@ -366,6 +400,7 @@ int main(int argc, char **argv) {
             }
         }
         double dt = now_ms() - t0;
+        p->ms[run] = dt;
         choose[op] += dt, choose[0] += dt;
         per[op]++;
         if (run == 1) {
@@ -374,6 +409,7 @@ int main(int argc, char **argv) {
             if (digest(&b, &p->conv, plan, p->digest) || digest(&b, &p->conv, plan, d2)) die("execution failed");
             p->repeatable = d2[0] == p->digest[0] && d2[1] == p->digest[1];
             repeat[op] += p->repeatable;
+            pr_read(&api, plan, p->reading, sizeof p->reading);
             api.destroy(plan);
         } else if (plan) {
             convcache_engine_choice have;
@@ -382,6 +418,15 @@ int main(int argc, char **argv) {
             if (convcache_engine_from_plan(plan, &have, NULL)) die("cannot read a rebuilt plan back");
             convcache_engine_format(&have, text, sizeof text);
             same[op] += strcmp(text, p->choice) == 0;
+            pr_read(&api, plan, text, sizeof text);
+            same2[op] += strncmp(text, "eng=", 4) == 0 && strcmp(text, p->reading) == 0;
+            /* and the two readers agree on the rebuilt plan */
+            char mine[1400];
+            int w = snprintf(mine, sizeof mine, "eng=%lld", (long long)have.engine);
+            for (uint32_t j = 0; j < have.knob_count && w > 0 && (size_t)w < sizeof mine; j++)
+                w += snprintf(mine + w, sizeof mine - (size_t)w, " %lld:%lld", (long long)have.knobs[j].type,
+                              (long long)have.knobs[j].value);
+            agree[op] += strcmp(mine, text) == 0;
             if (digest(&b, &p->conv, plan, d)) die("execution failed");
             identical[op] += d[0] == p->digest[0] && d[1] == p->digest[1];
             repeat[op] += p->repeatable;
@@ -391,7 +436,7 @@ int main(int argc, char **argv) {
         bufs_close(&b);
     }
     for (int op = 1; op <= 3; op++) {
-        per[0] += per[op], rebuilt[0] += rebuilt[op], same[0] += same[op];
+        per[0] += per[op], rebuilt[0] += rebuilt[op], same[0] += same[op], same2[0] += same2[op], agree[0] += agree[op];
         identical[0] += identical[op], repeat[0] += repeat[op];
     }
     write_report(report, probs, n, choose, run);
@@ -406,17 +451,21 @@ int main(int argc, char **argv) {
     printf("device: %s · cuDNN %zu · scope `%s` · batch %d · input sizes %s · candidates per problem <= %d\n\n", gpu,
            api.version(), scope, batch, sizes, candidates);
     printf("| phase | problems | run 1: ms choosing | run 2: ms choosing | run 2 / run 1 | rebuilt in run 2 | "
-           "same engine and knobs | outputs bit-identical |\n|---|---:|---:|---:|---:|---:|---:|---:|\n");
+           "same engine and knobs | the same, second reader | outputs bit-identical |\n"
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int op = 1; op <= 4; op++) {
         int o = op % 4;
-        printf("| %s | %d | %.1f | %.2f | %.3g%% | %d/%d | %d/%d | %d/%d |\n", phase[o], per[o], first[o], choose[o],
-               first[o] > 0 ? 100 * choose[o] / first[o] : 0.0, rebuilt[o], per[o], same[o], per[o], identical[o],
-               repeat[o]);
+        printf("| %s | %d | %.1f | %.2f | %.3g%% | %d/%d | %d/%d | %d/%d | %d/%d |\n", phase[o], per[o], first[o],
+               choose[o], first[o] > 0 ? 100 * choose[o] / first[o] : 0.0, rebuilt[o], per[o], same[o], per[o],
+               same2[o], per[o], identical[o], repeat[o]);
     }
     printf("\nChoosing: run 1 = cache lookup + heuristics + plan builds + timing (median of 3), run 2 = lookup + "
            "rebuild + verification; graph building and the final run are not counted. Bit-identical: of the "
            "problems whose run-1 winner gave the same bits twice (%d of %d).\n", repeat[0], per[0]);
-    int ok = rebuilt[0] == n && same[0] == n && identical[0] == repeat[0];
+    slowest(probs, n);
+    printf("\nv8_check: second reader: %d/%d the same engine and knobs in run 2 as in run 1; the two readers agree "
+           "on %d/%d rebuilt plans\n", same2[0], n, agree[0], n);
+    int ok = rebuilt[0] == n && same[0] == n && same2[0] == n && agree[0] == n && identical[0] == repeat[0];
     printf("\nv8_check: %s\n", ok ? "PASS" : "FAIL");
     convcache_close(cache);
     api.handle_destroy(handle);

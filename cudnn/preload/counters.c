@@ -37,7 +37,10 @@ void count_saved_ms(double ms) {
 }
 
 /* The child has one thread: nothing else reads or writes the counters. */
-void counters_forked(void) { memset(&counters, 0, sizeof counters); }
+void counters_forked(void) {
+    memset(&counters, 0, sizeof counters);
+    v8_time_forked();
+}
 
 static void snapshot(struct convcache_preload_stats *s) {
     s->calls = __atomic_load_n(&counters.calls, __ATOMIC_RELAXED);
@@ -88,7 +91,7 @@ __attribute__((destructor)) static void print_summary(void) {
     struct convcache_preload_stats s;
     snapshot(&s);
     if ((s.calls == 0 && s.library_loads == 0) || !verbose()) return;
-    char line[1024];
+    char line[2048];
     int n = snprintf(line, sizeof line,
                      "convcache-preload: summary: finds %llu, hits %llu, misses %llu, "
                      "passthrough %llu, strict refusals %llu, errors %llu; cuDNN find time on "
@@ -102,6 +105,7 @@ __attribute__((destructor)) static void print_summary(void) {
                       "strict refusals %llu, not served %llu\n",
                       s.v8_graphs, s.v8_hits, s.v8_misses, s.v8_aside, s.v8_waited, s.v8_recorded,
                       s.v8_deferred_builds, s.v8_refused_execs, s.v8_refused_builds, s.v8_passthrough);
+    if (n > 0 && (size_t)n < sizeof line) n += v8_time_format(line + n, sizeof line - (size_t)n);
     if (n <= 0) return;
     if ((size_t)n >= sizeof line) {
         n = sizeof line - 1;

@@ -242,4 +242,10 @@ uint64_t now_ns(void);
  * process's calls. */
 void counters_forked(void);
 
+/* The exit summary's line of the backend API's time by phase
+ * ("convcache-preload: v8 time ms: calls=... own=... heur=..."; v8_time.c):
+ * its length, 0 before any call. A forked child starts at zero. */
+int v8_time_format(char *out, size_t cap);
+void v8_time_forked(void);
+
 #endif

@@ -9,6 +9,7 @@
  *   v8_reorder.c  the stored choices moved to the front of heuristics
  *   v8_lease.c    single flight: one benchmark of a new graph at a time
  *   v8_choices.c  the stored value: a short list of engine choices
+ *   v8_time.c     where the time goes: wall time by phase, per graph and in all
  */
 #ifndef CONVCACHE_PRELOAD_V8_H
 #define CONVCACHE_PRELOAD_V8_H
@@ -232,6 +233,64 @@ enum {
 
 struct v8_lease;
 
+/* ---- time by phase (v8_time.c) ------------------------------------------- */
+
+enum {
+    V8T_CALLS,        /* the interposed calls, whole (never a timer's phase) */
+    V8T_OWN,          /* the interposer's own work inside them */
+    V8T_HEUR,         /* heuristics: finalize and results queries */
+    V8T_FIN_STORED,   /* a stored choice's plan finalized */
+    V8T_FIN_OTHER,    /* any other plan finalized (deferred ones when made real) */
+    V8T_EXEC_WARMUP,  /* a watched plan's first execute */
+    V8T_EXEC_TIMING,  /* its later ones while its graph is watched */
+    V8T_EXEC_OTHER,   /* executes of unwatched plans while some graph is watched */
+    V8T_LEASE,        /* waits for another thread's or process's benchmark */
+    V8T_CACHE,        /* the cache's find and insert */
+    V8T_DESC,         /* cuDNN's create, set, get, destroy, other finalizes */
+    V8T_SETUP,        /* loading libconvcache, a device's cache opened */
+    V8T_HELPER_CACHE, /* get_or_create on lease helper threads (outside the calls) */
+    V8T_HELPER_WAIT,  /* its builder waiting for the host's benchmark (not reported) */
+    V8T_N
+};
+
+/* One interval, on the thread's stack of nested ones. */
+struct v8_timer {
+    uint64_t t0, child;
+    int phase, skip;
+    struct v8_timer *up;
+    struct v8_graph *g;  /* a root's graph, referenced */
+    uint64_t by[V8T_N];  /* a root's: its intervals' own time by phase */
+};
+
+/* A graph's figures (v8_mu held): summed as each call ends. */
+struct v8_graph_time {
+    uint64_t ns[V8T_N];
+    int logged;
+};
+
+/* v8_time_begin and v8_time_end bracket one interval of phase, nested in
+ * whatever interval the thread is in; v8_mu not held. */
+void v8_time_begin(struct v8_timer *t, int phase);
+void v8_time_end(struct v8_timer *t);
+/* v8_time_call and v8_time_call_end bracket one interposed call (a root;
+ * its own time is V8T_OWN) about desc (NULL: no graph's). */
+void v8_time_call(struct v8_timer *t, const void *desc);
+void v8_time_call_end(struct v8_timer *t);
+/* The phase of a finalize of desc. */
+int v8_time_fin_phase(const void *desc);
+/* v8_time_execute is v8_execute as one timed call (out of line: the
+ * execute's fast path keeps its small frame). */
+cudnnStatus_t v8_time_execute(cudnnHandle_t h, void *plan, void *pack);
+/* V8_TIMED evaluates expr as one interval of phase. */
+#define V8_TIMED(phase, expr)                      \
+    __extension__({                                \
+        struct v8_timer t_;                        \
+        v8_time_begin(&t_, (phase));               \
+        __typeof__(expr) r_ = (expr);              \
+        v8_time_end(&t_);                          \
+        r_;                                        \
+    })
+
 struct v8_graph {
     int refs;
     unsigned char *key;
@@ -260,6 +319,7 @@ struct v8_graph {
     int earnest;             /* G_SERVING: timing is over; the candidate's next run is in earnest */
     void *last_run;          /* the plan that ran last */
     int revisit;             /* it had run before another did */
+    struct v8_graph_time time; /* v8_time.c */
 };
 
 /* Hooks, called by v8_calls.c around the real calls, v8_mu not held. */

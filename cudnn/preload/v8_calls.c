@@ -166,10 +166,17 @@ EXPORT cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const des
     if (!active()) return r->get(desc, name, type, requested, count, elements);
     if (v8_names_destroyed(desc, -1, 0, NULL)) return cudnn_bad_param();
     cudnnStatus_t answered;
+    /* Timed (v8_time.c): heuristics results queries. */
+    int heur = name == CUDNN_ATTR_ENGINEHEUR_RESULTS;
+    struct v8_timer tc = {0};
+    if (heur) v8_time_call(&tc, desc);
     in_real++;
     int done = v8_plan_get(desc, (int)name, (int)type, requested, count, elements, &answered);
     in_real--;
-    if (done) return answered;
+    if (done) {
+        if (heur) v8_time_call_end(&tc);
+        return answered;
+    }
     struct v8_graph *g = NULL;
     if (name == CUDNN_ATTR_ENGINEHEUR_RESULTS && type == CUDNN_TYPE_BACKEND_DESCRIPTOR &&
         ((requested > 0 && count && elements) || (requested == 0 && count))) {
@@ -183,8 +190,9 @@ EXPORT cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const des
         pthread_mutex_unlock(&v8_mu);
     }
     in_real++;
-    cudnnStatus_t st = g ? v8_reorder(g, desc, requested, count, elements)
-                         : r->get(desc, name, type, requested, count, elements);
+    cudnnStatus_t st = V8_TIMED(heur ? V8T_HEUR : V8T_DESC,
+                                g ? v8_reorder(g, desc, requested, count, elements)
+                                  : r->get(desc, name, type, requested, count, elements));
     in_real--;
     if (g) {
         pthread_mutex_lock(&v8_mu);
@@ -192,6 +200,7 @@ EXPORT cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const des
         v8_graph_unref(g);
         pthread_mutex_unlock(&v8_mu);
     }
+    if (heur) v8_time_call_end(&tc);
     return st;
 }
 
@@ -211,8 +220,15 @@ EXPORT cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t desc) {
                  type != CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR && type != CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR;
     if (marked) s->finalized = 1;
     pthread_mutex_unlock(&v8_mu);
+    /* Timed (v8_time.c): the finalizes of graphs, heuristics and plans. */
+    struct v8_timer tc = {0};
+    int timed = type == CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR || type == CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR ||
+                type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR;
+    if (timed) v8_time_call(&tc, desc);
     in_real++;
-    cudnnStatus_t st = type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR ? v8_plan_finalize(desc) : r->finalize(desc);
+    cudnnStatus_t st = V8_TIMED(timed ? v8_time_fin_phase(desc) : V8T_DESC,
+                                type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR ? v8_plan_finalize(desc)
+                                                                               : r->finalize(desc));
     switch (type) {
     case -1:
         break;
@@ -233,6 +249,7 @@ EXPORT cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t desc) {
         }
     }
     in_real--;
+    if (timed) v8_time_call_end(&tc);
     return st;
 }
 
@@ -243,7 +260,7 @@ EXPORT cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescr
     REAL_OR(CUDNN_STATUS_NOT_INITIALIZED);
     if (!active()) return r->execute(handle, plan, pack);
     in_real++;
-    cudnnStatus_t st = v8_execute(handle, plan, pack);
+    cudnnStatus_t st = v8_time_execute(handle, plan, pack);
     in_real--;
     return st;
 }

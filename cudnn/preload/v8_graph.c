@@ -109,7 +109,7 @@ static int strict_mode(convcache_handle *cache) {
     static const char probe[] = "convcache-v8-mode-probe: a key nobody stores";
     unsigned char v[1];
     size_t len = 0;
-    int s = api.find(cache, probe, sizeof probe - 1, v, sizeof v, &len) == CONVCACHE_E_MISS;
+    int s = V8_TIMED(V8T_CACHE, api.find(cache, probe, sizeof probe - 1, v, sizeof v, &len)) == CONVCACHE_E_MISS;
     pthread_mutex_lock(&mu);
     for (int i = 0; i < 16; i++)
         if (!known[i].c) {
@@ -139,9 +139,9 @@ void v8_graph_finalized(void *desc) {
         if (s) COUNT_V8(v8_passthrough);
         return;
     }
-    if (!library_ready()) return;
+    if (!V8_TIMED(V8T_SETUP, library_ready())) return;
     int dev = -1;
-    convcache_handle *cache = cache_for_handle(handle, &dev, NULL);
+    convcache_handle *cache = V8_TIMED(V8T_SETUP, cache_for_handle(handle, &dev, NULL));
     if (!cache) return;
 
     struct v8_graph *g = calloc(1, sizeof *g);
@@ -155,7 +155,7 @@ void v8_graph_finalized(void *desc) {
     g->candidate_idx = -1;
     unsigned char value[V8_VALUE_MAX];
     size_t len = 0;
-    int rc = api.find(cache, key, key_len, value, sizeof value, &len);
+    int rc = V8_TIMED(V8T_CACHE, api.find(cache, key, key_len, value, sizeof value, &len));
     if (rc == CONVCACHE_HIT) {
         if (v8_choices_decode(value, len, &g->stored) != 0) {
             COUNT(errors);

@@ -121,6 +121,8 @@ static int build(void *user, const void *key, size_t key_len, void *value, size_
     long long start = mono_ms(), idle = env_ms("CONVCACHE_BUILD_IDLE_MS", 2000);
     long long until = start + timeout_ms();
     __atomic_store_n(&l->last_ms, start, __ATOMIC_RELAXED);
+    struct v8_timer tw;
+    v8_time_begin(&tw, V8T_HELPER_WAIT);
     pthread_mutex_lock(&l->mu);
     set_state(l, LEASE_LEAD);
     while (!l->done) {
@@ -132,6 +134,7 @@ static int build(void *user, const void *key, size_t key_len, void *value, size_
         deadline_at(&ts, CLOCK_REALTIME, wake < until ? wake : until);
         pthread_cond_timedwait(&l->cv, &l->mu, &ts);
     }
+    v8_time_end(&tw);
     if (!l->done) l->abandoned = 1;
     int ok = l->done && l->value_len > 0 && l->value_len <= cap;
     if (ok) {
@@ -146,7 +149,8 @@ static void *helper(void *arg) {
     struct v8_lease *l = arg;
     unsigned char value[VALUE_CAP];
     size_t len = 0;
-    int rc = api.get_or_create(l->cache, l->key, l->key_len, build, l, value, sizeof value, &len);
+    int rc = V8_TIMED(V8T_HELPER_CACHE,
+                      api.get_or_create(l->cache, l->key, l->key_len, build, l, value, sizeof value, &len));
     pthread_mutex_lock(&l->mu);
     if (rc == CONVCACHE_HIT && len <= sizeof l->value && l->state == 0) {
         memcpy(l->value, value, len);
@@ -189,6 +193,8 @@ int v8_lease_take(convcache_handle *cache, const unsigned char *key, size_t key_
      * builder; this bound only guards against a helper that never says. */
     struct timespec until;
     deadline_at(&until, CLOCK_REALTIME, mono_ms() + timeout_ms() + 10000);
+    struct v8_timer tw;
+    v8_time_begin(&tw, V8T_LEASE);
     pthread_mutex_lock(&l->mu);
     int rc = 0;
     while (l->state == 0 && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&l->cv, &l->mu, &until);
@@ -201,6 +207,7 @@ int v8_lease_take(convcache_handle *cache, const unsigned char *key, size_t key_
     }
     if (state == LEASE_NONE || state == LEASE_VALUE) l->done = 1;
     pthread_mutex_unlock(&l->mu);
+    v8_time_end(&tw);
     if (state == LEASE_LEAD) {
         *out = l;
         return state;

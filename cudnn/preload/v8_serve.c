@@ -73,7 +73,7 @@ static void record(struct v8_graph *g, void *plan) {
      * for a while): stored with a plain insert. */
     int handed = lease && v8_lease_finish(lease, len ? value : NULL, len);
     if (!handed && len) {
-        int rc = api.insert(g->cache, g->key, g->key_len, value, len);
+        int rc = V8_TIMED(V8T_CACHE, api.insert(g->cache, g->key, g->key_len, value, len));
         if (rc < 0 && rc != CONVCACHE_E_READONLY) {
             COUNT(errors);
             warn_once(W_CACHE, "a cache error (%s) kept a backend-API choice from being stored",
@@ -161,7 +161,7 @@ static void served_failed(struct v8_graph *g) {
     v8_choices_merge(&g->stored, 0, NULL, 0, &left);
     unsigned char value[V8_VALUE_MAX];
     size_t len = v8_choices_encode(&left, value, sizeof value);
-    int rc = len ? api.insert(g->cache, g->key, g->key_len, value, len) : CONVCACHE_E_INVALID;
+    int rc = len ? V8_TIMED(V8T_CACHE, api.insert(g->cache, g->key, g->key_len, value, len)) : CONVCACHE_E_INVALID;
     if (rc < 0 && rc != CONVCACHE_E_READONLY) {
         COUNT(errors);
         warn_once(W_CACHE, "a cache error (%s) kept a failed backend-API choice from being dropped",
@@ -324,7 +324,10 @@ int v8_destroying(void *desc, cudnnStatus_t *st) {
     }
     if (to_record) {
         pthread_mutex_unlock(&v8_mu);
+        struct v8_timer tc; /* storing the host's choice: a timed call (v8_time.c) */
+        v8_time_call(&tc, to_record);
         record(g, to_record);
+        v8_time_call_end(&tc);
         pthread_mutex_lock(&v8_mu);
         v8_graph_unref(g);
     }

@@ -1,0 +1,227 @@
+#!/bin/sh
+# The GPU check's parts (make gpu-check; bench/gpu/kit.sh runs each under
+# its own timeout). One part per call:
+#
+#   parts.sh NAME DIR      outputs and logs go to DIR; exit 0 PASS, 77 SKIP,
+#                          else FAIL; the last "figures: " line is the part's
+#
+# Environment: KIT_BUILD (build/, made by `make gpu-kit` where Go is),
+# KIT_STANDIN (1: the CPU stand-ins of tests/preload, no GPU), KIT_RESULTS
+# (the results file), MAKE, PYTHON, CUDNN_LIBRARY (libcudnn.so.9; default:
+# PyTorch's nvidia-cudnn wheel); KIT_WARM_ENV (VAR=VALUE words for
+# warm-default's warm run on the stand-ins only: kit_test.sh breaks it). On the stand-ins the PyTorch parts run
+# their closest stand-in equivalent where there is one (the default path:
+# tests/v8fe/torch_like, PyTorch's sequence on the real cudnn_frontend;
+# 4 processes: tests/preload/v8_prog), else SKIP and say why.
+#
+# Parts: v7-find v8-check warm-default procs4 deterministic resnet
+#        multiscale bf16-cl sdpa torch-v7
+set -u
+name=$1
+dir=$(mkdir -p "$2" && cd "$2" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+build=$(cd "${KIT_BUILD:-$repo/build}" && pwd)
+standin=${KIT_STANDIN:-0}
+results=${KIT_RESULTS:-$repo/bench/gpu/RESULTS.md}
+PYTHON=${PYTHON:-python3}
+MAKE=${MAKE:-make}
+judge() { "$PYTHON" "$here/judge.py" "$@"; }
+skip() { echo "figures: $*"; exit 77; }
+unset CONVCACHE_SCOPE CONVCACHE_DISABLE CONVCACHE_MODE CONVCACHE_TAG CONVCACHE_PRELOAD_LOG CONVCACHE_VERBOSE \
+    CONVCACHE_PATH 2>/dev/null || true
+
+if [ "$standin" = 1 ]; then
+    export LD_LIBRARY_PATH="$build/tests/preload${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    export CONVCACHE_CUDNN_LIBRARY="$build/tests/preload/libcudnn.so.9"
+    export CONVCACHE_CUDA_LIBRARY="$build/tests/preload/libcuda.so.1"
+    export STANDIN_EXEC_US=${STANDIN_EXEC_US:-300} STANDIN_BUILD_US=${STANDIN_BUILD_US:-100}
+else
+    cudnn=${CUDNN_LIBRARY:-}
+    if [ -z "$cudnn" ]; then
+        d=$("$PYTHON" -c 'import nvidia.cudnn as m, os; print(os.path.join(list(m.__path__)[0], "lib"))' 2>/dev/null || true)
+        cudnn=libcudnn.so.9
+        [ -n "$d" ] && [ -e "$d/libcudnn.so.9" ] && cudnn=$d/libcudnn.so.9
+    fi
+    export CONVCACHE_CUDNN_LIBRARY="$cudnn"
+fi
+
+# torch_ok: PyTorch with CUDA imports here (asked once per kit run).
+torch_ok() {
+    f=$dir/../.torch.${KIT_RUN:-0}
+    [ -e "$f" ] || { "$PYTHON" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' \
+                         >/dev/null 2>&1 && echo 1 > "$f" || echo 0 > "$f"; }
+    [ "$(cat "$f")" = 1 ]
+}
+need_torch() {
+    [ "$standin" = 1 ] && skip "$1 (stand-in run: no PyTorch with CUDA here)"
+    torch_ok || skip "$1 ($PYTHON cannot import torch with CUDA)"
+}
+
+# run OUT [VAR=VALUE...] [--cc [RUN-FLAGS]] -- CMD...: CMD (under `convcache
+# run` with --cc) with stdout in DIR/OUT.txt, stderr in DIR/OUT.err, and
+# its whole wall time, exec to exit, from the shell ("wall S" appended).
+run() {
+    o=$1
+    shift
+    vars="" cc=""
+    while [ $# -gt 0 ] && [ "$1" != -- ] && [ "$1" != --cc ]; do vars="$vars $1"; shift; done
+    if [ "${1:-}" = --cc ]; then
+        shift
+        cc="$build/convcache run"
+        while [ "$1" != -- ]; do cc="$cc $1"; shift; done
+    fi
+    shift
+    t0=$(date +%s.%N)
+    # shellcheck disable=SC2086 # VAR=VALUE words and a command line
+    env $vars KIT_T0="$t0" $cc ${cc:+--} "$@" > "$dir/$o.txt" 2> "$dir/$o.err"
+    rc=$?
+    echo "wall $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.3f", b - a}')" >> "$dir/$o.txt"
+    [ "$rc" = 0 ] || { echo "$o failed (exit $rc):"; tail -5 "$dir/$o.err"; }
+    return "$rc"
+}
+LOG="CONVCACHE_VERBOSE=1 CONVCACHE_PRELOAD_LOG=1"
+step=$here/torch_step.py
+# ResNet-50 at 3 sizes, batch 16; --steady steps at the last size.
+RESNET="--batch 16 --sizes 160,224,288 --steady 30"
+
+# start_together N CMD...: N copies of CMD I BARRIER-DIR, which meet at a
+# FIFO barrier (run.sh's): each says it is ready, then all go at once.
+start_together() {
+    n=$1
+    shift
+    bar=$dir/barrier
+    mkdir -p "$bar"
+    rm -f "$bar"/ready.* "$bar/go"
+    mkfifo "$bar/go"
+    exec 3<>"$bar/go"
+    pids=""
+    i=0
+    while [ "$i" -lt "$n" ]; do
+        i=$((i + 1))
+        (exec 3>&-; "$@" "$i" "$bar") &
+        pids="$pids $!"
+    done
+    # Until all are there, or one is gone (then the rest go at once).
+    k=0
+    while [ "$(find "$bar" -name 'ready.*' | wc -l)" -lt "$n" ] && [ "$k" -lt 3000 ]; do
+        for p in $pids; do kill -0 "$p" 2>/dev/null || k=3000; done
+        k=$((k + 1))
+        sleep 0.1
+    done
+    exec 3>&-
+    rc=0
+    for p in $pids; do wait "$p" || rc=1; done
+    return $rc
+}
+
+# reuse FILE OUT: start from warm-default's cold run (its cache file as
+# DIR/FILE, its outputs as DIR/OUT.*) when this kit ran it, saving a cold
+# ResNet-50 process; false when it did not (run the cold run here).
+reuse() {
+    w=$dir/../warm-default
+    [ -s "$w/c.ccdb" ] && [ -s "$w/cold.err" ] || return 1
+    cp "$w/c.ccdb" "$dir/$1" && cp "$w/cold.txt" "$dir/$2.txt" && cp "$w/cold.err" "$dir/$2.err" &&
+        echo "$2: warm-default's cold run and cache file"
+}
+
+case $name in
+v7-find)
+    # cuDNN's v7 find API: v7_find twice on a fresh file, two copies at a barrier.
+    GPU_CHECK_KEEP=$dir sh "$here/run.sh" "$build" "$standin" "$results"
+    ;;
+v8-check)
+    # Engine choices stored, rebuilt and read again by a second reader (v8_check).
+    "$MAKE" -C "$repo" --no-print-directory gpu-check-v8 STANDIN="$standin" GPU_RESULTS="$results" > "$dir/v8.txt" 2>&1
+    rc=$?
+    cat "$dir/v8.txt"
+    judge v8-check "$dir" || rc=1
+    exit $rc
+    ;;
+warm-default)
+    # PyTorch's default path under convcache run: cold, then warm.
+    if [ "$standin" = 1 ]; then
+        prog="$build/tests/v8fe/torch_like --iterations 1"
+        run cold $LOG CONVCACHE_PATH="$dir/c.ccdb" --cc -- $prog || exit 1
+        run warm $LOG CONVCACHE_PATH="$dir/c.ccdb" ${KIT_WARM_ENV:-} --cc -- $prog || exit 1
+    else
+        need_torch "ResNet-50 on the default path"
+        run cold $LOG CONVCACHE_PATH="$dir/c.ccdb" --cc -- "$PYTHON" "$step" $RESNET || exit 1
+        run warm $LOG CONVCACHE_PATH="$dir/c.ccdb" --cc -- "$PYTHON" "$step" $RESNET || exit 1
+    fi
+    judge warm-default "$dir"
+    ;;
+procs4)
+    # 4 processes at a barrier on a fresh file, on the default path.
+    if [ "$standin" = 1 ]; then
+        one() { run "p$1" $LOG CONVCACHE_PATH="$dir/p.ccdb" --cc -- sh -c \
+                    'touch "$1/ready.$$"; cat "$1/go" >/dev/null; exec "$2" "$3"' sh "$2" \
+                    "$build/tests/preload/v8_prog" "$dir/p$1.report"; }
+    else
+        need_torch "4 PyTorch processes"
+        one() { run "p$1" $LOG CONVCACHE_PATH="$dir/p.ccdb" --cc -- "$PYTHON" "$step" $RESNET --steady 0 \
+                    --barrier "$2"; }
+    fi
+    start_together 4 one || exit 1
+    judge procs4 "$dir"
+    ;;
+deterministic)
+    # A file written without deterministic mode, then a deterministic warm run.
+    if [ "$standin" = 1 ]; then
+        prog="$build/tests/v8fe/torch_like --iterations 1"
+        reuse d.ccdb plain || run plain $LOG CONVCACHE_PATH="$dir/d.ccdb" --cc -- $prog || exit 1
+        run warm $LOG CONVCACHE_PATH="$dir/d.ccdb" --cc -- $prog --deterministic || exit 1
+    else
+        need_torch "deterministic ResNet-50"
+        reuse d.ccdb plain || run plain $LOG CONVCACHE_PATH="$dir/d.ccdb" --cc -- "$PYTHON" "$step" $RESNET || exit 1
+        run warm $LOG CONVCACHE_PATH="$dir/d.ccdb" --cc -- "$PYTHON" "$step" $RESNET --deterministic || exit 1
+    fi
+    judge deterministic "$dir"
+    ;;
+resnet)
+    # Interleaved: benchmark off (the floor); default; convcache warm; default; convcache warm.
+    need_torch "ResNet-50 interleaved"
+    reuse r.ccdb cold || run cold $LOG CONVCACHE_PATH="$dir/r.ccdb" --cc -- "$PYTHON" "$step" $RESNET || exit 1
+    run floor -- "$PYTHON" "$step" $RESNET --benchmark off || exit 1
+    for i in 1 2; do
+        run "default$i" -- "$PYTHON" "$step" $RESNET || exit 1
+        run "warm$i" $LOG CONVCACHE_PATH="$dir/r.ccdb" --cc -- "$PYTHON" "$step" $RESNET || exit 1
+    done
+    judge resnet "$dir"
+    ;;
+multiscale)
+    # 12 sizes, a new one every step, two epochs: without convcache, cold, warm.
+    need_torch "multi-scale training"
+    MS="--batch 8 --sizes 96,272 --multiscale 12 --epochs 2 --steady 0"
+    run without -- "$PYTHON" "$step" $MS || exit 1
+    run cold $LOG CONVCACHE_PATH="$dir/m.ccdb" --cc -- "$PYTHON" "$step" $MS || exit 1
+    run warm $LOG CONVCACHE_PATH="$dir/m.ccdb" --cc -- "$PYTHON" "$step" $MS || exit 1
+    judge multiscale "$dir"
+    ;;
+bf16-cl)
+    need_torch "bf16 autocast with channels_last"
+    run cold $LOG CONVCACHE_PATH="$dir/b.ccdb" --cc -- "$PYTHON" "$step" $RESNET --bf16 --channels-last --steady 0 || exit 1
+    run warm $LOG CONVCACHE_PATH="$dir/b.ccdb" --cc -- "$PYTHON" "$step" $RESNET --bf16 --channels-last || exit 1
+    judge warm-default "$dir"
+    ;;
+sdpa)
+    need_torch "SDPA through cuDNN attention"
+    run without -- "$PYTHON" "$here/sdpa_check.py"
+    rc=$?
+    [ "$rc" = 77 ] && skip "$(sed -n 's/^skip: //p' "$dir/without.txt")"
+    [ "$rc" = 0 ] || exit 1
+    run without2 -- "$PYTHON" "$here/sdpa_check.py" || exit 1
+    run with $LOG CONVCACHE_PATH="$dir/s.ccdb" --cc -- "$PYTHON" "$here/sdpa_check.py" || exit 1
+    judge sdpa "$dir"
+    ;;
+torch-v7)
+    need_torch "--torch-v7 (the v7-find part runs the find API here)"
+    run cold CONVCACHE_VERBOSE=1 CONVCACHE_PATH="$dir/v.ccdb" --cc --torch-v7 -- "$PYTHON" "$step" $RESNET --steady 0 || exit 1
+    run warm CONVCACHE_VERBOSE=1 CONVCACHE_PATH="$dir/v.ccdb" --cc --torch-v7 -- "$PYTHON" "$step" $RESNET || exit 1
+    judge torch-v7 "$dir"
+    ;;
+*)
+    echo "parts.sh: no part $name" >&2
+    exit 2
+    ;;
+esac
