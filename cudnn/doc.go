@@ -107,10 +107,29 @@
 //     interposer stands aside: nothing has been refused yet, and the host
 //     benchmarks exactly as it would without convcache.
 //
-// The host's own choice is learnt from what it does after timing: the plan
-// it runs once its graph, or a plan it timed, is destroyed (cudnn_frontend's
-// timing loop drops one of two plans that time the same before the host
-// chooses), or the one plan left when it destroys all the others. What is
+// The rule the interposer holds: every status and every attribute a host
+// reads is one cuDNN would have given it, except the refusal of a
+// non-stored plan's first execute while the host times the stored one (and
+// the SUCCESS of a deferred finalize, below, for a plan that then never
+// runs). So the refusals end with timing: the window closes when the
+// served plan is destroyed, runs again after the host passed over another
+// plan (in earnest), fails there, has no plan left to refuse, or when the
+// thread that timed it starts on another graph; then every execute of the
+// graph's plans goes straight to cuDNN. Executes are looked at through a
+// counting filter of the plans that need it (a plan of a graph being
+// benchmarked, a deferred or blocked plan), so a host that keeps every plan
+// alive pays nothing once timing is over. When in doubt, stand aside.
+//
+// The host's own choice is learnt from what it does after timing, once a
+// plan it timed is destroyed: a plan it ran again after others (its run of
+// its choice; a timing loop goes from plan to plan), or the plan that ran
+// last if it is the first to go (a v1 graph destroys its plans fastest
+// first), else the plan it runs next (cudnn_frontend's timing loop drops one
+// of two plans that time the same before the host chooses), or the one plan
+// left of several when it ran last. Nothing is learnt where no rule
+// applies: that graph is benchmarked again next time. A choice served that
+// then fails in the host's run after timing is replaced by "CCV1" with no
+// choice: the next process stands aside and benchmarks in full. What is
 // stored is what that plan's engine config reads as, the identity the
 // heuristics results are matched by (and cudnn_frontend's plan tags are
 // made of); where the plan itself reads otherwise, a digest of the plan's
@@ -133,7 +152,16 @@
 // then filters by workspace, then times). Had the interposer refused the
 // other builds, the host would then end with no plan at all and raise an
 // error it would not have had. So in the default mode the host builds what
-// it always builds, and times one plan. CONVCACHE_MODE=strict, where a
+// it always builds, and times one plan. The other plans' finalizes are
+// deferred (cudnn/preload/v8_plans.c): the host is told they succeeded,
+// reads their workspace from their engine config while timing lasts, and
+// each is finalized in cuDNN before any other use (an execute at any time,
+// any other attribute read, a workspace read after timing, a second
+// finalize), by one thread while others wait; one whose real finalize
+// fails, or that needs more workspace than its config said, never runs.
+// An engine config the host destroys while a deferred plan needs it stays
+// alive in cuDNN, and is gone for the host: a second destroy, and any call
+// that names it, is CUDNN_STATUS_BAD_PARAM. CONVCACHE_MODE=strict, where a
 // graph that would need benchmarking is an error by definition, also
 // refuses to finalize every plan but the first stored choice (and every
 // plan of a graph with no usable choice).
@@ -141,15 +169,22 @@
 // Single flight: a graph nobody has stored is leased at its first
 // heuristics query: a helper thread calls convcache_get_or_create for the
 // key with a builder that waits for this host's benchmark to finish, so
-// threads and processes meeting the same new graph wait (bounded by
-// CONVCACHE_BUILD_TIMEOUT_MS, released at once if the benchmarking process
-// dies) and then serve its choice.
+// threads and processes meeting the same new graph wait and then serve its
+// choice. The lease follows the host's progress, not its lifetime: it is
+// let go when the host has made no progress on that graph (no heuristics
+// query, plan finalize or execute of it in flight or ended within
+// CONVCACHE_BUILD_IDLE_MS, 2 s), after CONVCACHE_BUILD_TIMEOUT_MS in all,
+// or at once when the benchmarking process dies; the waiters then
+// benchmark for themselves, and a late choice is stored with a plain
+// insert.
 //
-// Costs: an execute while no graph is being benchmarked costs one atomic
-// load before the real call (the warm path, after PyTorch's own map
-// answers). The interposer keeps a shadow of each live descriptor of the
-// kinds a convolution graph and its plans are made of, freed when the host
-// destroys it, at most 2^20 of them.
+// Costs: an execute of a plan nobody is benchmarking costs a hash of its
+// address and one load before the real call (the warm path, after
+// PyTorch's own map answers). The interposer keeps a shadow of each live
+// descriptor of the kinds a convolution graph and its plans are made of,
+// freed when the host destroys it, at most 2^21 of them, in an open-
+// addressing table that grows and shrinks with them; a tensor's shadow is
+// 32 bytes and its attributes as set, in one allocation.
 //
 // The key, layout 1: "ccg1", then the graph's attributes (its handle
 // left out), each a record
@@ -161,7 +196,8 @@
 // u16 len and that descriptor's own records: the graph's one operation,
 // the operation's tensors and convolution, by content. GraphKey decodes it.
 //
-// The value: "CCV1", a count n of 1 to 4, then n engine choice records
+// The value: "CCV1", a count n of 1 to 4 (0, with nothing after it: the
+// choice served last failed after timing), then n engine choice records
 // (include/convcache_engine.h, 800 bytes each), most preferred first: each
 // what the engine config the host built its plan from reads as, since
 // heuristics results are matched by their configs. Where a plan reads
