@@ -35,10 +35,11 @@
 // A PATH given on the command line must exist: every command says "PATH
 // does not exist: check the path" and exits 3, so a mistyped path never
 // reads as an empty cache. The default cache file may not exist yet (no
-// program has used the cache on this machine): stats reports it as not
-// created yet, ls and dump list nothing, and compact has nothing to do,
-// all exiting 0; verify, prune and export, which need a file, exit 3
-// saying it has not been created yet. A file that is not a convcache file
+// program has used the cache on this machine): stats, ls, dump, verify
+// and compact agree that it has not been created yet, nothing cached yet,
+// and exit 0 (so `convcache verify || fail` passes on a fresh machine);
+// prune and export, which need a file, exit 3 saying it has not been
+// created yet. A file that is not a convcache file
 // is said to be one, with its cause (unknown magic number, empty); only a
 // convcache file of a newer format version asks for an upgrade.
 //
