@@ -70,7 +70,12 @@ must be beside it.
 its legacy cuDNN v7 path; it is not needed for caching. A note on what it
 costs is printed.
 
-Exit status when COMMAND does not start: 2 a bad flag, 125 no interposer,
+--path is checked before COMMAND starts: a directory, a file that cannot
+be created or is not writable by you (unless --mode ro or off) is said in
+one line, exit 2. What happens to the file later is the interposer's to
+handle: it passes calls through to cuDNN with one warning.
+
+Exit status when COMMAND does not start: 2 a bad flag or --path, 125 no interposer,
 126 COMMAND cannot be run, 127 COMMAND not found.
 
 Examples:
@@ -108,6 +113,15 @@ func runCommand(e *env, c *cobra.Command, o *runOptions, args []string) error {
 	set, err := o.variables(c)
 	if err != nil {
 		return err
+	}
+	if o.path != "" {
+		mode := libraryConfig(false).Cache.Mode
+		if m, ok := cache.ParseMode(strings.ToLower(o.mode)); ok {
+			mode = m
+		}
+		if _, err := unusableCache(o.path, mode); err != nil {
+			return usageErr("--path: %v; %s was not started", err, args[0])
+		}
 	}
 	preload, err := findPreload(o.preload)
 	if err != nil {
