@@ -12,7 +12,7 @@ CLI_SRC := $(shell find cmd/convcache \( -name '*.go' ! -name '*_test.go' \) -o 
 # Makefile, included after this file: named in full here).
 CLI_TEST_DEPS := $(BUILD)/libconvcache_preload.so $(BUILD)/libconvcache.so \
                  $(BUILD)/tests/preload/preload_prog $(BUILD)/tests/preload/libcudnn.so.9 \
-                 $(BUILD)/tests/preload/libcuda.so.1 $(BUILD)/examples/demo \
+                 $(BUILD)/tests/preload/libcuda.so.1 $(BUILD)/tests/preload/v8_prog $(BUILD)/examples/demo \
                  $(BUILD)/tests/doctor/libtorch_cuda.so
 
 ALL_TARGETS     += $(CLI)
@@ -51,7 +51,7 @@ cli-test: $(CLI) $(CLI_TEST_DEPS)
 	$(CLI) verify $(BUILD)/cli-smoke/missing.ccdb 2>/dev/null; test $$? -eq 3
 	$(CLI) scope >/dev/null 2>&1; rc=$$?; test $$rc -eq 0 -o $$rc -eq 4
 	@rm -rf $(BUILD)/cli-smoke
-	CONVCACHE_TEST_BUILD=$(ABS_BUILD) $(GO) test -count=1 -run 'TestRunInterposerCaches|TestLsDemoCache|TestDoctor' ./cmd/convcache
+	CONVCACHE_TEST_BUILD=$(ABS_BUILD) $(GO) test -count=1 -run 'TestRunInterposerCaches|TestRunReport|TestLsDemoCache|TestDoctor' ./cmd/convcache
 	@echo "cli-test: ok"
 
 install-cli: $(CLI)

@@ -44,6 +44,7 @@ void v8_close_window(struct v8_graph *g) {
                  why ? " (" : "", why ? why : "", why ? ")" : "");
         log_key(phase_names[g->phase], what, g->key, g->key_len);
     }
+    if (g->phase == G_ASIDE) count_aside_reason(g->aside_why);
     g->phase = G_DONE;
     if (g->watching) {
         g->watching = 0;
