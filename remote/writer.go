@@ -43,7 +43,7 @@ func (r *Client) Put(scope string, key, value []byte) {
 // Flush waits until the writes queued before the call are sent, at most the
 // timeout. It returns nil even when they are not: the tier fails open, and
 // its warning and counters report trouble. It returns at once while the
-// server is marked down.
+// server is marked unreachable.
 func (r *Client) Flush() error {
 	if r.closed.Load() || r.rdb.Load() == nil {
 		return nil
@@ -58,7 +58,7 @@ func (r *Client) flushUntil(deadline time.Time) {
 	defer t.Stop()
 	for {
 		done, progress := r.q.finished(mark)
-		if done || r.down.Load() {
+		if done || r.unreachable.Load() {
 			return
 		}
 		select {
@@ -87,7 +87,6 @@ func (r *Client) loop(c *redis.Client) {
 			case <-t.C:
 			}
 			if r.ping(c) {
-				r.down.Store(false)
 				backoff = r.opts.MinBackoff
 			} else {
 				backoff = min(2*backoff, r.opts.MaxBackoff)
@@ -113,7 +112,7 @@ func (r *Client) loop(c *redis.Client) {
 // the server down; an entry the server refuses is dropped and counted.
 func (r *Client) send(c *redis.Client, batch []op) {
 	callHook(&testHookSend)
-	ctx, cancel := context.WithTimeout(r.ctx, r.opts.Timeout)
+	ctx, cancel := context.WithTimeout(r.ctx, r.opts.BuildTimeout)
 	defer cancel()
 	pipe := c.Pipeline()
 	cmds := make([]redis.Cmder, len(batch))
@@ -133,7 +132,7 @@ func (r *Client) send(c *redis.Client, batch []op) {
 			if n := r.q.requeue(batch); n > 0 {
 				r.dropped.Add(uint64(n))
 			}
-			r.fail(err)
+			r.failSlow(err)
 			return
 		}
 	}
