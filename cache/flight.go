@@ -43,6 +43,13 @@ func (g *flightGroup) join(key []byte) (*flight, bool) {
 	return f, true
 }
 
+// busy reports whether a build is in progress.
+func (g *flightGroup) busy() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.m) > 0
+}
+
 func (g *flightGroup) finish(key []byte, f *flight, value []byte, err error) {
 	g.mu.Lock()
 	delete(g.m, string(key))

@@ -1,5 +1,7 @@
 package cache
 
+import "time"
+
 // Remote is a tier that many machines share behind the local file, such as
 // Redis (package remote). The engine asks it on a local miss, writes to it
 // after a local insert, and uses its lock so that one node of a cluster
@@ -45,6 +47,11 @@ type BuildRemote interface {
 	GetBuild(scope string, key []byte) ([]byte, bool)
 	// TryLockBuild is TryLock, for the caller about to build.
 	TryLockBuild(scope string, key []byte) (unlock func(), ok bool)
+	// BuildTimeout is the build calls' deadline.
+	BuildTimeout() time.Duration
+	// FlushUntil waits until the writes queued before the call are sent,
+	// or deadline passes, or the server is found unreachable.
+	FlushUntil(deadline time.Time)
 }
 
 // RemoteStats are a Remote's counters.
@@ -55,6 +62,24 @@ type RemoteStats struct {
 	Rejected uint64 // values ignored: bad checksum, key, scope or MAC
 	Writes   uint64 // entries written
 	Dropped  uint64 // queued writes dropped (queue full, server down)
+}
+
+// AtExit is for the process's exit: with a remote tier that has build
+// calls, it waits until the builds this handle leads finish and the tier
+// has sent what they queued (the values and lock releases other nodes may
+// be waiting for), at most the tier's build deadline in all. A build the
+// host leads on another thread (the interposer's backend-API lease) may
+// still be storing its value when the host's main thread exits.
+func (c *Cache) AtExit() {
+	br, ok := c.opts.Remote.(BuildRemote)
+	if !ok {
+		return
+	}
+	deadline := time.Now().Add(br.BuildTimeout())
+	for c.flights.busy() && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	br.FlushUntil(deadline)
 }
 
 // Index flags of entries that this handle holds but its file does not (see

@@ -37,7 +37,8 @@ func (r *Client) TryLock(scope string, key []byte) (unlock func(), ok bool) {
 
 // TryLockBuild is TryLock for the caller about to build: it waits up to the
 // build timeout, and grants the lock unasked only while the server is
-// marked unreachable (health.go).
+// marked unreachable (health.go). Its unlock waits, up to the build
+// timeout, until the writes queued before it and the release are sent.
 func (r *Client) TryLockBuild(scope string, key []byte) (unlock func(), ok bool) {
 	return r.tryLock(scope, key, true)
 }
@@ -70,6 +71,13 @@ func (r *Client) tryLock(scope string, key []byte, build bool) (unlock func(), o
 			close(stop)
 			if !r.closed.Load() {
 				r.q.push(op{kind: opUnlock, key: lk, rec: []byte(token)})
+				if build {
+					// Publish the value and the release before the
+					// builder goes on: a process that exits next (its
+					// last graph) would leave the other nodes waiting for
+					// the lock to expire, then building it again.
+					r.flushUntil(time.Now().Add(r.opts.BuildTimeout))
+				}
 			}
 		})
 	}, true

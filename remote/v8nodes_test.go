@@ -54,7 +54,9 @@ func TestTwoNodesV8SlowRedis(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("behind a 200 ms proxy:\n  %s\n  %s", two[0].Report, two[1].Report)
+	for i, n := range two {
+		t.Logf("behind a 200 ms proxy, node %d: %s %q", i, n.Report, n.Warnings)
+	}
 	if b := two[0].Benchmarked + two[1].Benchmarked; b != graphs {
 		t.Fatalf("two nodes behind a 200 ms proxy benchmarked %d graphs between them (%d and %d); there are %d: want each once",
 			b, two[0].Benchmarked, two[1].Benchmarked, graphs)

@@ -52,6 +52,18 @@ func (r *Client) Flush() error {
 	return nil
 }
 
+// FlushUntil waits until the writes queued before the call are sent, at
+// most until deadline; at once while the server is marked unreachable.
+func (r *Client) FlushUntil(deadline time.Time) {
+	if r.closed.Load() || r.rdb.Load() == nil {
+		return
+	}
+	r.flushUntil(deadline)
+}
+
+// BuildTimeout is the deadline of the calls for a key about to be built.
+func (r *Client) BuildTimeout() time.Duration { return r.opts.BuildTimeout }
+
 func (r *Client) flushUntil(deadline time.Time) {
 	mark := r.q.mark()
 	t := time.NewTimer(time.Until(deadline))

@@ -21,7 +21,8 @@ type Node struct {
 	// LongestLookup is the longest cache lookup in its event log
 	// (CONVCACHE_VERBOSE=1): a miss, with the tier's time in it, or a hit.
 	LongestLookup time.Duration
-	Report        string // its v8 summary line
+	Report        string   // its v8 summary line
+	Warnings      []string // the remote tier's warning lines
 }
 
 // Setup names what Run uses.
@@ -66,6 +67,13 @@ func Run(s Setup, run string, n int) ([]Node, error) {
 		}
 	}
 	var failed error
+	defer func() {
+		if d := os.Getenv("V8NODES_DUMP"); d != "" {
+			for i, o := range outs {
+				os.WriteFile(filepath.Join(d, fmt.Sprintf("%s-node%d.out", run, i)), o.Bytes(), 0o644)
+			}
+		}
+	}()
 	for i, c := range cmds {
 		if err := c.Wait(); err != nil && failed == nil {
 			failed = fmt.Errorf("node %d: %v\n%s", i, err, tail(outs[i].String()))
@@ -90,6 +98,11 @@ func Run(s Setup, run string, n int) ([]Node, error) {
 		for _, l := range lookupLine.FindAllStringSubmatch(o.String(), -1) {
 			us, _ := strconv.ParseFloat(l[1], 64)
 			nd.LongestLookup = max(nd.LongestLookup, time.Duration(us*1e3))
+		}
+		for _, l := range strings.Split(o.String(), "\n") {
+			if strings.HasPrefix(l, "convcache: remote cache ") {
+				nd.Warnings = append(nd.Warnings, l)
+			}
 		}
 		nodes[i] = nd
 	}
