@@ -71,4 +71,3 @@ func twoNodesV8(dir, addr string, admin *redis.Client) error {
 	}
 	return nil
 }
-
