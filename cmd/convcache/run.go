@@ -110,7 +110,7 @@ Examples:
 	fs.StringVar(&o.tag, "tag", "", "append `T` to the fingerprint, such as your framework's version (sets CONVCACHE_TAG)")
 	fs.StringVar(&o.mode, "mode", "", "`MODE`: rw, ro, off, recache or strict (sets CONVCACHE_MODE)")
 	fs.BoolVarP(&o.verbose, "verbose", "v", false, "log every intercepted call, graph and cache event on stderr (sets CONVCACHE_PRELOAD_LOG=1 and CONVCACHE_VERBOSE=1)")
-	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no report line at exit (as CONVCACHE_QUIET=1)")
+	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no report line at exit (sets CONVCACHE_QUIET=1)")
 	fs.BoolVar(&o.torchV7, "torch-v7", false, "put PyTorch on its legacy cuDNN v7 API (sets TORCH_CUDNN_V8_API_DISABLED=1; not needed for caching)")
 	c.RegisterFlagCompletionFunc("mode", cobra.FixedCompletions(
 		[]cobra.Completion{"rw", "ro", "off", "recache", "strict"}, cobra.ShellCompDirectiveNoFileComp))
@@ -184,7 +184,10 @@ func (o *runOptions) variables(c *cobra.Command) ([]string, error) {
 	if o.verbose {
 		set = append(set, "CONVCACHE_PRELOAD_LOG=1", "CONVCACHE_VERBOSE=1")
 	}
-	if !o.quiet && os.Getenv("CONVCACHE_QUIET") != "1" {
+	switch {
+	case o.quiet: // whatever CONVCACHE_REPORT the environment holds
+		set = append(set, "CONVCACHE_QUIET=1")
+	case os.Getenv("CONVCACHE_QUIET") != "1":
 		set = append(set, "CONVCACHE_REPORT="+o.reportPath())
 	}
 	if o.torchV7 {
