@@ -67,13 +67,6 @@ func Run(s Setup, run string, n int) ([]Node, error) {
 		}
 	}
 	var failed error
-	defer func() {
-		if d := os.Getenv("V8NODES_DUMP"); d != "" {
-			for i, o := range outs {
-				os.WriteFile(filepath.Join(d, fmt.Sprintf("%s-node%d.out", run, i)), o.Bytes(), 0o644)
-			}
-		}
-	}()
 	for i, c := range cmds {
 		if err := c.Wait(); err != nil && failed == nil {
 			failed = fmt.Errorf("node %d: %v\n%s", i, err, tail(outs[i].String()))
