@@ -4,7 +4,7 @@
 #   make test       Go tests (with -race) and C/C++ tests against the built library,
 #                   in one temporary directory, then the leftover check
 #   make test-repeat N=20  the whole suite N times, each in a fresh clone of HEAD
-#   make demo       the main job, run twice against the default cache file
+#   make demo       the main job, run twice, in demo.ccdb beside the default cache file
 #   make bench      the benchmark table
 #   make install PREFIX=/usr/local
 #   make wheel      dist/convcache-VERSION-py3-none-PLATFORM.whl (mk/wheel.mk)

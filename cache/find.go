@@ -15,6 +15,12 @@ import (
 // (goroutineStripe). Each C thread that calls in runs on a goroutine, and a
 // stack, of its own, so C threads count in stripes of their own too.
 func (c *Cache) Find(key, dst []byte) (n int, found bool, err error) {
+	return c.find(key, dst, false)
+}
+
+// find is Find; build says the caller builds key on a miss, so that the
+// remote tier is asked with its build deadline (BuildRemote).
+func (c *Cache) find(key, dst []byte, build bool) (n int, found bool, err error) {
 	if len(key) == 0 || len(key) > MaxKeySize {
 		return 0, false, ErrSize
 	}
@@ -28,7 +34,7 @@ func (c *Cache) Find(key, dst []byte) (n int, found bool, err error) {
 		t0 = time.Now()
 	}
 	if c.mode == ModeRecache { // every find misses: not counted as a hit too
-		return c.findSlow(key, dst, h, stripe, t0)
+		return c.findSlow(key, dst, h, stripe, t0, build)
 	}
 	if n, flags, found, err := c.lookup(key, dst, h, stripe); found {
 		if c.vlevel > 0 && err == nil {
@@ -36,7 +42,7 @@ func (c *Cache) Find(key, dst []byte) (n int, found bool, err error) {
 		}
 		return n, found, err
 	}
-	return c.findSlow(key, dst, h, stripe, t0)
+	return c.findSlow(key, dst, h, stripe, t0, build)
 }
 
 func hitEvent(flags uint32) string {
@@ -75,8 +81,9 @@ func (c *Cache) lookup(key, dst []byte, h uint64, stripe int) (int, uint32, bool
 }
 
 // findSlow handles a miss in memory: it reads what other processes
-// appended, then asks the system tier, then the remote tier.
-func (c *Cache) findSlow(key, dst []byte, h uint64, stripe int, t0 time.Time) (int, bool, error) {
+// appended, then asks the system tier, then the remote tier (for a build
+// when build is set).
+func (c *Cache) findSlow(key, dst []byte, h uint64, stripe int, t0 time.Time, build bool) (int, bool, error) {
 	if c.mode == ModeOff || c.mode == ModeRecache {
 		c.st.misses.Add(1)
 		if c.vlevel > 0 {
@@ -101,7 +108,7 @@ func (c *Cache) findSlow(key, dst []byte, h uint64, stripe int, t0 time.Time) (i
 	}
 	if !found {
 		event = "remote_hit"
-		n, found, err = c.remoteGet(key, dst)
+		n, found, err = c.remoteGet(key, dst, build)
 	}
 	if found {
 		if c.vlevel > 0 && err == nil {

@@ -43,6 +43,13 @@ func (g *flightGroup) join(key []byte) (*flight, bool) {
 	return f, true
 }
 
+// busy reports whether a build is in progress.
+func (g *flightGroup) busy() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.m) > 0
+}
+
 func (g *flightGroup) finish(key []byte, f *flight, value []byte, err error) {
 	g.mu.Lock()
 	delete(g.m, string(key))
@@ -79,7 +86,7 @@ func (c *Cache) GetOrCreate(key, dst []byte, build BuildFunc) (n int, built bool
 		n, err := c.runBuild(build, dst)
 		return n, err == nil, err
 	}
-	if n, found, err := c.Find(key, dst); found || err != nil {
+	if n, found, err := c.find(key, dst, true); found || err != nil {
 		return n, false, err
 	}
 	deadline := time.Now().Add(c.opts.BuildTimeout)
@@ -190,7 +197,8 @@ func (c *Cache) buildAndInsert(key, dst []byte, build BuildFunc) (int, bool, err
 
 // leadCluster builds key as this machine's builder. With a remote tier it
 // first takes the cluster-wide lock, so one node measures a new key while
-// the others wait (bounded) for its result.
+// the others wait (bounded) for its result. Its calls to the tier are a
+// build's (BuildRemote): they may wait longer than a plain lookup.
 func (c *Cache) leadCluster(key, dst []byte, build BuildFunc, deadline time.Time) (int, bool, error) {
 	r := c.opts.Remote
 	if r == nil {
@@ -200,10 +208,10 @@ func (c *Cache) leadCluster(key, dst []byte, build BuildFunc, deadline time.Time
 	// and look again only once holding it or after waiting.
 	backoff := 2 * time.Millisecond
 	for {
-		if unlock, ok := r.TryLock(c.scope, key); ok {
+		if unlock, ok := c.remoteLock(key); ok {
 			defer unlock()
 			// Another node may have published it since our last look.
-			if n, found, err := c.remoteGet(key, dst); found {
+			if n, found, err := c.remoteGet(key, dst, true); found {
 				return n, false, err
 			}
 			return c.buildAndInsert(key, dst, build)
@@ -213,7 +221,7 @@ func (c *Cache) leadCluster(key, dst []byte, build BuildFunc, deadline time.Time
 		}
 		time.Sleep(min(backoff, time.Until(deadline)))
 		backoff = min(2*backoff, 50*time.Millisecond)
-		if n, found, err := c.remoteGet(key, dst); found {
+		if n, found, err := c.remoteGet(key, dst, true); found {
 			return n, false, err
 		}
 	}

@@ -1,5 +1,7 @@
 package cache
 
+import "time"
+
 // Remote is a tier that many machines share behind the local file, such as
 // Redis (package remote). The engine asks it on a local miss, writes to it
 // after a local insert, and uses its lock so that one node of a cluster
@@ -33,6 +35,25 @@ type Remote interface {
 	Authenticated() bool
 }
 
+// BuildRemote is a Remote whose calls for a key about to be built may wait
+// longer than its plain ones: a miss there starts a benchmark that costs
+// far more than the wait. GetOrCreate uses these, when the tier has them,
+// for its remote lookup, the build lock and the lookups of a caller waiting
+// for another node's build. They must fail open as the plain calls do, and
+// never wait longer than their own (longer) deadline.
+type BuildRemote interface {
+	Remote
+	// GetBuild is Get, for a key the caller builds on a miss.
+	GetBuild(scope string, key []byte) ([]byte, bool)
+	// TryLockBuild is TryLock, for the caller about to build.
+	TryLockBuild(scope string, key []byte) (unlock func(), ok bool)
+	// BuildTimeout is the build calls' deadline.
+	BuildTimeout() time.Duration
+	// FlushUntil waits until the writes queued before the call are sent,
+	// or deadline passes, or the server is found unreachable.
+	FlushUntil(deadline time.Time)
+}
+
 // RemoteStats are a Remote's counters.
 type RemoteStats struct {
 	Hits     uint64 // lookups that returned a value
@@ -43,6 +64,24 @@ type RemoteStats struct {
 	Dropped  uint64 // queued writes dropped (queue full, server down)
 }
 
+// AtExit is for the process's exit: with a remote tier that has build
+// calls, it waits until the builds this handle leads finish and the tier
+// has sent what they queued (the values and lock releases other nodes may
+// be waiting for), at most the tier's build deadline in all. A build the
+// host leads on another thread (the interposer's backend-API lease) may
+// still be storing its value when the host's main thread exits.
+func (c *Cache) AtExit() {
+	br, ok := c.opts.Remote.(BuildRemote)
+	if !ok {
+		return
+	}
+	deadline := time.Now().Add(br.BuildTimeout())
+	for c.flights.busy() && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	br.FlushUntil(deadline)
+}
+
 // Index flags of entries that this handle holds but its file does not (see
 // index.go for the others).
 const (
@@ -51,13 +90,20 @@ const (
 )
 
 // remoteGet asks the remote tier after a local miss and copies a hit to
-// dst. An authenticated hit is stored in the local file (without writing it
-// back to the remote); any other is kept in memory only, for this handle.
-func (c *Cache) remoteGet(key, dst []byte) (int, bool, error) {
+// dst; build says the caller builds key on a miss (BuildRemote). An
+// authenticated hit is stored in the local file (without writing it back to
+// the remote); any other is kept in memory only, for this handle.
+func (c *Cache) remoteGet(key, dst []byte, build bool) (int, bool, error) {
 	if c.opts.Remote == nil || c.mode == ModeRecache {
 		return 0, false, nil
 	}
-	v, ok := c.opts.Remote.Get(c.scope, key)
+	var v []byte
+	var ok bool
+	if br, isBuild := c.opts.Remote.(BuildRemote); build && isBuild {
+		v, ok = br.GetBuild(c.scope, key)
+	} else {
+		v, ok = c.opts.Remote.Get(c.scope, key)
+	}
 	if !ok || len(v) > MaxValueSize {
 		return 0, false, nil
 	}
@@ -72,4 +118,13 @@ func (c *Cache) remoteGet(key, dst []byte) (int, bool, error) {
 		return len(v), true, ErrRange
 	}
 	return copy(dst, v), true, nil
+}
+
+// remoteLock takes the cluster build lock of key for a caller about to
+// build it (BuildRemote's when the tier has it).
+func (c *Cache) remoteLock(key []byte) (unlock func(), ok bool) {
+	if br, isBuild := c.opts.Remote.(BuildRemote); isBuild {
+		return br.TryLockBuild(c.scope, key)
+	}
+	return c.opts.Remote.TryLock(c.scope, key)
 }

@@ -24,8 +24,20 @@ static volatile int cc_forked;
 
 static void cc_atfork_child(void) { cc_forked = 1; }
 
+/* A handle was opened in this process, so that exit may have a remote tier
+ * to flush (ccgo_at_exit); never set in a forked child, which opens none. */
+static volatile int cc_opened;
+
+/* At exit, the builds this process leads finish and the remote tier sends
+ * what they queued (bounded by its build deadline): another node may be
+ * waiting for that value and that lock. Never in a forked child. */
+static void cc_at_exit(void) {
+    if (cc_opened && !cc_forked) ccgo_at_exit();
+}
+
 __attribute__((constructor)) static void cc_init(void) {
     pthread_atfork(NULL, NULL, cc_atfork_child);
+    atexit(cc_at_exit);
 }
 
 /* ---- errors ------------------------------------------------------------ */
@@ -138,7 +150,10 @@ static int cc_open(convcache_options *o, convcache **out) {
         return cc_fail(CONVCACHE_E_INVALID, "negative timeout or bound");
     uintptr_t h = 0;
     int rc = ccgo_open(o, &h);
-    if (rc == CONVCACHE_OK) *out = (convcache *)h;
+    if (rc == CONVCACHE_OK) {
+        *out = (convcache *)h;
+        cc_opened = 1;
+    }
     return rc;
 }
 

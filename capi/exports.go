@@ -131,6 +131,17 @@ func ccgo_open(o *C.convcache_options, out *C.uintptr_t) (rc C.int) {
 	return C.CONVCACHE_OK
 }
 
+// ccgo_at_exit lets each open handle's builds finish and its remote tier
+// send what they queued, bounded by the tier's build deadline
+// (cache.Cache.AtExit), at process exit.
+//
+//export ccgo_at_exit
+func ccgo_at_exit() {
+	var rc C.int
+	defer guard(&rc)
+	handles.each(func(c *cache.Cache) { c.AtExit() })
+}
+
 //export ccgo_close
 func ccgo_close(tok C.uintptr_t) {
 	var rc C.int

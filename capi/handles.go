@@ -43,6 +43,19 @@ func (t *handleTable) get(tok uintptr) *cache.Cache {
 	return h.c
 }
 
+// each calls f with every open handle's cache.
+func (t *handleTable) each(f func(*cache.Cache)) {
+	sp := t.slots.Load()
+	if sp == nil {
+		return
+	}
+	for i := range *sp {
+		if h := (*sp)[i].Load(); h != nil {
+			f(h.c)
+		}
+	}
+}
+
 func (t *handleTable) add(c *cache.Cache) (uintptr, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -24,6 +24,13 @@
  *      cmake --install, defines for every other build (pkg-config's flags,
  *      a plain -I). Only an absolute path is used: a relative one is
  *      ignored, and convcache_dynamic_error() says so when nothing loads;
+ *   2b. without CONVCACHE_INSTALL_LIBDIR (the wheel, which cannot know at
+ *      build time where pip will put it, and a build tree):
+ *      libconvcache.so.1 in ../lib of the directory this header was
+ *      included from, as the compiler named it (__FILE__), when that is an
+ *      absolute path: the wheel keeps include/ and lib/ side by side, so a
+ *      program built with `convcache config --cflags` or the wheel's
+ *      pkg-config flags finds the wheel's library by itself;
  *   3. libconvcache.so.1, found the usual way (LD_LIBRARY_PATH, the run
  *      path, ld.so.cache).
  * Each function is then resolved with dlsym. In a privileged process
@@ -232,6 +239,25 @@ static void *convcache_dyn_open_(const char **path) {
             if (lib) return lib;
             const char *e = dlerror();
             snprintf(tried, sizeof tried, " (also tried %.300s)", e ? e : installed);
+        }
+    }
+#else
+    {
+        /* ../lib beside the directory this header was included from. */
+        static char beside[4096];
+        static const char header[] = __FILE__;
+        const char *slash = strrchr(header, '/');
+        if (header[0] == '/' && slash &&
+            (size_t)(slash - header) + sizeof "/../lib/" + sizeof CONVCACHE_DYN_SONAME < sizeof beside) {
+            memcpy(beside, header, (size_t)(slash - header));
+            snprintf(beside + (slash - header), sizeof beside - (size_t)(slash - header), "/../lib/%s",
+                     CONVCACHE_DYN_SONAME);
+            void *lib = dlopen(beside, RTLD_NOW | RTLD_LOCAL);
+            if (lib) {
+                *path = beside;
+                return lib;
+            }
+            (void)dlerror();
         }
     }
 #endif

@@ -12,7 +12,7 @@ CLI_SRC := $(shell find cmd/convcache \( -name '*.go' ! -name '*_test.go' \) -o 
 # Makefile, included after this file: named in full here).
 CLI_TEST_DEPS := $(BUILD)/libconvcache_preload.so $(BUILD)/libconvcache.so \
                  $(BUILD)/tests/preload/preload_prog $(BUILD)/tests/preload/libcudnn.so.9 \
-                 $(BUILD)/tests/preload/libcuda.so.1 $(BUILD)/examples/demo \
+                 $(BUILD)/tests/preload/libcuda.so.1 $(BUILD)/tests/preload/v8_prog $(BUILD)/examples/demo \
                  $(BUILD)/tests/doctor/libtorch_cuda.so
 
 ALL_TARGETS     += $(CLI)
@@ -35,8 +35,8 @@ cmd/convcache/version_header.go: include/convcache.h cmd/convcache/mkversion.go
 	cd cmd/convcache && $(GO) run mkversion.go
 
 # A smoke test of the binary this makefile built (the Go tests cover every
-# command on real files): help, version, stats and compact of a default file
-# not created yet (nothing to do), the exit code of stats and verify on a
+# command on real files): help, version, stats, compact and verify of a
+# default file not created yet (nothing cached yet, exit 0), the exit code of stats and verify on a
 # PATH that does not exist, and scope, which exits 0 with a device and 4
 # without one.
 # Then the Go tests that need the interposer, the stand-ins and the demo.
@@ -46,11 +46,12 @@ cli-test: $(CLI) $(CLI_TEST_DEPS)
 	$(CLI) --version
 	CONVCACHE_PATH=$(BUILD)/cli-smoke/cache.ccdb $(CLI) stats --json >/dev/null
 	CONVCACHE_PATH=$(BUILD)/cli-smoke/cache.ccdb $(CLI) compact >/dev/null
+	CONVCACHE_PATH=$(BUILD)/cli-smoke/cache.ccdb $(CLI) verify >/dev/null
 	$(CLI) stats $(BUILD)/cli-smoke/missing.ccdb 2>/dev/null; test $$? -eq 3
 	$(CLI) verify $(BUILD)/cli-smoke/missing.ccdb 2>/dev/null; test $$? -eq 3
 	$(CLI) scope >/dev/null 2>&1; rc=$$?; test $$rc -eq 0 -o $$rc -eq 4
 	@rm -rf $(BUILD)/cli-smoke
-	CONVCACHE_TEST_BUILD=$(ABS_BUILD) $(GO) test -count=1 -run 'TestRunInterposerCaches|TestLsDemoCache|TestDoctor' ./cmd/convcache
+	CONVCACHE_TEST_BUILD=$(ABS_BUILD) $(GO) test -count=1 -run 'TestRunInterposerCaches|TestRunReport|TestLsDemoCache|TestDoctor' ./cmd/convcache
 	@echo "cli-test: ok"
 
 install-cli: $(CLI)

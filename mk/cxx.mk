@@ -3,7 +3,7 @@
 # package (CMake config and pkg-config).
 #
 #   make test       runs cxx-test, examples-test and package-test among the rest
-#   make demo       the demo, twice against the default cache file
+#   make demo       the demo, twice, in demo.ccdb beside the default cache file
 
 CXX_DIR := $(BUILD)/cxx
 EX_DIR  := $(BUILD)/examples
@@ -122,17 +122,22 @@ examples-test: $(EXAMPLE_BINS) $(LIB) $(STANDINS)
 	grep -q "cuDNN's find ran [1-9][0-9]* times" $$tmp/out && grep -q "scope:      cc1;gpu=Standin GPU 0" $$tmp/out \
 	  || { cat $$tmp/out >&2; echo "demo: run 1 did not use cuDNN's find" >&2; exit 1; }; \
 	last $$e $$g $(EX_DIR)/demo --quick --run 2 --compare $$tmp/gpu1.txt; \
-	grep -q "cuDNN's find ran 0 times" $$tmp/out || { cat $$tmp/out >&2; echo "demo: run 2 called cuDNN's find" >&2; exit 1; }
+	grep -q "cuDNN's find ran 0 times" $$tmp/out || { cat $$tmp/out >&2; echo "demo: run 2 called cuDNN's find" >&2; exit 1; }; \
+	echo "== make demo: in its own file beside the default one, which it leaves alone; counts that agree"; \
+	$(CXX_CLEAN_ENV) HOME=$$tmp/home sh tests/demo/check.sh "$(MAKE) --no-print-directory -s demo DEMO_FLAGS=--quick" $$tmp/home/.cache/convcache
 
 TEST_TARGETS += cxx-test examples-test package-test cmake-test
 
-# The main job: a varying-shape workload against the default cache file,
-# twice. The first run starts cold (CONVCACHE_MODE_RECACHE), so that the
-# comparison holds however often `make demo` has run before.
+# The main job: a varying-shape workload, twice, in a file of its own
+# beside the default cache file (demo.ccdb: the demo's entries never mix
+# with a program's). The first run starts from no file, so that the
+# comparison holds however often `make demo` has run before. DEMO_FLAGS
+# adds options (examples-test: --quick).
+DEMO_RUN = $(EX_DIR)/demo --demo-file $(DEMO_FLAGS)
 demo: $(EX_DIR)/demo
 	@mkdir -p $(BUILD)/demo
-	@$(EX_DIR)/demo --run 1 --cold --report $(BUILD)/demo/run1.txt
-	@$(EX_DIR)/demo --run 2 --report $(BUILD)/demo/run2.txt --compare $(BUILD)/demo/run1.txt
+	@$(DEMO_RUN) --fresh --run 1 --report $(BUILD)/demo/run1.txt
+	@$(DEMO_RUN) --run 2 --report $(BUILD)/demo/run2.txt --compare $(BUILD)/demo/run1.txt
 
 # ---- the installed package: CMake config files beside convcache.pc ---------
 

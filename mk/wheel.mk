@@ -92,13 +92,20 @@ $(AUDITWHEEL_STAMP):
 WHEEL_TEST_DIST := $(WHEEL_DIR)/dist
 TEST_TARGETS += wheel-test
 
-wheel-test: $(AUDITWHEEL_STAMP) $(if $(WHEEL_CROSS),,$(STANDINS) $(STANDIN_DIR)/preload_prog $(STANDIN_DIR)/libenable_client.so)
+WHEEL_TEST_WHL  := $(WHEEL_TEST_DIST)/$(WHEEL_NAME)
+
+# The test's wheel, built once per make run for wheel-test and docs-test
+# (which runs the README's blocks for wheel users against it).
+.PHONY: wheel-test-build
+wheel-test-build:
 	@mkdir -p $(dir $(WHEEL_DIR))
 	@$(MAKE) --no-print-directory wheel DIST=$(WHEEL_TEST_DIST) > $(WHEEL_DIR).log 2>&1 || { cat $(WHEEL_DIR).log; exit 1; }
 	@grep '^check_elf: [0-9]' $(WHEEL_DIR).log
+
+wheel-test: wheel-test-build $(AUDITWHEEL_STAMP) $(if $(WHEEL_CROSS),,$(STANDINS) $(STANDIN_DIR)/preload_prog $(STANDIN_DIR)/libenable_client.so)
 	$(if $(WHEEL_CROSS),@command -v qemu-$(WHEEL_ARCH) >/dev/null || { echo "wheel-test: no qemu-$(WHEEL_ARCH): apt-get install qemu-user" >&2; exit 1; })
 	$(if $(WHEEL_CROSS),$(WHEEL_MAKE) $(WHEEL_BUILD)/tests/preload/preload_prog > $(WHEEL_DIR)-test.log 2>&1 || { cat $(WHEEL_DIR)-test.log; exit 1; })
-	$(CXX_CLEAN_ENV) $(WHEEL_TEST_ENV) sh tests/wheel/run.sh $(WHEEL_TEST_DIST)/$(WHEEL_NAME) $(VERSION) \
+	$(CXX_CLEAN_ENV) $(WHEEL_TEST_ENV) sh tests/wheel/run.sh $(WHEEL_TEST_WHL) $(VERSION) \
 	  $(WHEEL_TEST_BUILD) $(WHEEL_DIR) $(AUDITWHEEL_VENV)/bin/auditwheel
 
 # Under qemu-user for a wheel of another architecture: the stand-ins and

@@ -32,7 +32,19 @@ func noop() {}
 // renewal and queues the release behind the writes already queued, so that
 // a node that takes the lock next finds the value this one just put.
 func (r *Client) TryLock(scope string, key []byte) (unlock func(), ok bool) {
-	if r.opts.ReadOnly || len(scope) > cache.MaxScopeSize || len(key) > cache.MaxKeySize || r.down.Load() {
+	return r.tryLock(scope, key, false)
+}
+
+// TryLockBuild is TryLock for the caller about to build: it waits up to the
+// build timeout, and grants the lock unasked only while the server is
+// marked unreachable (health.go). Its unlock waits, up to the build
+// timeout, until the writes queued before it and the release are sent.
+func (r *Client) TryLockBuild(scope string, key []byte) (unlock func(), ok bool) {
+	return r.tryLock(scope, key, true)
+}
+
+func (r *Client) tryLock(scope string, key []byte, build bool) (unlock func(), ok bool) {
+	if r.opts.ReadOnly || len(scope) > cache.MaxScopeSize || len(key) > cache.MaxKeySize || r.skip(build) {
 		return noop, true
 	}
 	c := r.conn()
@@ -41,14 +53,14 @@ func (r *Client) TryLock(scope string, key []byte) (unlock func(), ok bool) {
 	}
 	lk := lockKey(r.opts.Prefix, scope, key)
 	token := r.newToken()
-	ctx, cancel := context.WithTimeout(r.ctx, r.opts.Timeout)
+	ctx, cancel := context.WithTimeout(r.ctx, r.timeout(build))
 	err := c.Do(ctx, "SET", lk, token, "NX", "PX", r.opts.LockTTL.Milliseconds()).Err()
 	cancel()
 	if errors.Is(err, redis.Nil) {
 		return nil, false // held by another node
 	}
 	if err != nil {
-		r.fail(err)
+		r.failCall(err, build)
 		return noop, true
 	}
 	stop := make(chan struct{})
@@ -59,6 +71,13 @@ func (r *Client) TryLock(scope string, key []byte) (unlock func(), ok bool) {
 			close(stop)
 			if !r.closed.Load() {
 				r.q.push(op{kind: opUnlock, key: lk, rec: []byte(token)})
+				if build {
+					// Publish the value and the release before the
+					// builder goes on: a process that exits next (its
+					// last graph) would leave the other nodes waiting for
+					// the lock to expire, then building it again.
+					r.flushUntil(time.Now().Add(r.opts.BuildTimeout))
+				}
 			}
 		})
 	}, true
@@ -83,7 +102,7 @@ func (r *Client) renew(c *redis.Client, lk, token string, stop <-chan struct{}) 
 			return
 		case <-t.C:
 			callHook(&testHookRenew)
-			ctx, cancel := context.WithTimeout(r.ctx, r.opts.Timeout)
+			ctx, cancel := context.WithTimeout(r.ctx, r.opts.BuildTimeout)
 			c.Eval(ctx, renewScript, []string{lk}, token, r.opts.LockTTL.Milliseconds())
 			cancel()
 		}

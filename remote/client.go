@@ -37,10 +37,14 @@ type Client struct {
 	cancel  context.CancelFunc
 	looping chan struct{} // closed when the writer loop returns
 
-	down   atomic.Bool // a call failed; skip the server until a probe answers
-	warned atomic.Bool
-	q      *queue
-	tokens atomic.Uint64
+	// The server's health (health.go): down, a call failed, so plain calls
+	// skip it until a probe answers; unreachable, it did not answer even
+	// within BuildTimeout, or refused the connection, so every call skips it.
+	down        atomic.Bool
+	unreachable atomic.Bool
+	warned      atomic.Bool
+	q           *queue
+	tokens      atomic.Uint64
 
 	hits, misses, errs, rejected, writes, dropped atomic.Uint64
 }
@@ -56,6 +60,9 @@ func New(opts Options) (*Client, error) {
 	}
 	if opts.Timeout == 0 {
 		opts.Timeout = DefaultTimeout
+	}
+	if opts.BuildTimeout == 0 {
+		opts.BuildTimeout = DefaultBuildTimeout
 	}
 	if opts.LockTTL == 0 {
 		opts.LockTTL = DefaultLockTTL
@@ -81,6 +88,8 @@ func New(opts Options) (*Client, error) {
 	switch {
 	case opts.Timeout < time.Millisecond || opts.Timeout > MaxTimeout:
 		return nil, fmt.Errorf("%w: timeout %v is not within 1ms..%v", ErrOptions, opts.Timeout, MaxTimeout)
+	case opts.BuildTimeout < time.Millisecond || opts.BuildTimeout > MaxTimeout:
+		return nil, fmt.Errorf("%w: build timeout %v is not within 1ms..%v", ErrOptions, opts.BuildTimeout, MaxTimeout)
 	case opts.TTL < 0 || (opts.TTL > 0 && opts.TTL < time.Millisecond):
 		return nil, fmt.Errorf("%w: TTL %v is negative or under 1ms", ErrOptions, opts.TTL)
 	case opts.LockTTL < 3*time.Millisecond:
@@ -94,6 +103,7 @@ func New(opts Options) (*Client, error) {
 	case strings.ContainsAny(opts.Prefix, " \r\n"):
 		return nil, fmt.Errorf("%w: prefix %q contains white space", ErrOptions, opts.Prefix)
 	}
+	opts.BuildTimeout = max(opts.BuildTimeout, opts.Timeout)
 	var mac *macKey
 	if len(opts.MACKey) > 0 {
 		if err := config.CheckMACKey(opts.MACKey); err != nil {
@@ -106,15 +116,16 @@ func New(opts Options) (*Client, error) {
 	// largest record has a tag either way.
 	maxRecord := headerSize + cache.MaxScopeSize + cache.MaxKeySize + opts.MaxValue + tagSize + trailerSize
 
-	// Every wait is bounded by one context deadline of opts.Timeout: no
-	// retries (they would multiply it), one dial attempt, and socket and
-	// pool timeouts no longer than the deadline itself.
+	// Every wait is bounded by one context deadline, of opts.Timeout or
+	// opts.BuildTimeout: no retries (they would multiply it), one dial
+	// attempt, and socket and pool timeouts no longer than the longer
+	// deadline (the context's, when shorter, wins: ContextTimeoutEnabled).
 	ro.MaxRetries = -1
 	ro.DialerRetries = 1
-	ro.DialTimeout = opts.Timeout
-	ro.ReadTimeout = opts.Timeout
-	ro.WriteTimeout = opts.Timeout
-	ro.PoolTimeout = opts.Timeout
+	ro.DialTimeout = opts.BuildTimeout
+	ro.ReadTimeout = opts.BuildTimeout
+	ro.WriteTimeout = opts.BuildTimeout
+	ro.PoolTimeout = opts.BuildTimeout
 	ro.ContextTimeoutEnabled = true
 	if ro.PoolSize == 0 {
 		ro.PoolSize = 8
@@ -204,7 +215,8 @@ func (r *Client) conn() *redis.Client {
 	return c
 }
 
-// Close flushes for at most the timeout, stops the writer and closes the
+// Close flushes for at most the build timeout (so that the values this
+// process built and the release of its locks reach a slow server), stops the writer and closes the
 // connections. Writes still queued are dropped and counted. Close is
 // idempotent and returns nil.
 func (r *Client) Close() error {
@@ -218,7 +230,7 @@ func (r *Client) Close() error {
 		r.cancel()
 		return nil
 	}
-	deadline := time.Now().Add(r.opts.Timeout)
+	deadline := time.Now().Add(r.opts.BuildTimeout)
 	r.flushUntil(deadline)
 	r.cancel()
 	t := time.NewTimer(time.Until(deadline))

@@ -16,7 +16,8 @@
 // New takes a URL, redis://[user:pass@]host[:port][/db] or rediss://... for
 // TLS (certificates are checked against the system roots), and Options. The
 // C library and the command-line tool read CONVCACHE_REMOTE,
-// CONVCACHE_REMOTE_TIMEOUT_MS (default 50), CONVCACHE_REMOTE_TTL, and the
+// CONVCACHE_REMOTE_TIMEOUT_MS (default 50),
+// CONVCACHE_REMOTE_BUILD_TIMEOUT_MS (default 1000), CONVCACHE_REMOTE_TTL, and the
 // record MAC key from the file that CONVCACHE_REMOTE_KEY_FILE names or from
 // CONVCACHE_REMOTE_KEY itself through package internal/config (Resolve,
 // ReadMACKeyFile), which also holds the bounds this package checks;
@@ -57,19 +58,31 @@
 //
 // # Bounded waits, failing open
 //
-// Every call that waits for Redis (Get, TryLock, Flush, Close) waits at most
-// Options.Timeout (DefaultTimeout, 50 ms). go-redis is configured so that
-// the bound holds: one context deadline per call, no command retries, one
-// dial attempt, and dial, read, write and pool timeouts no longer than the
-// deadline.
+// Every plain call that waits for Redis (Get, TryLock, Flush) waits at most
+// Options.Timeout (DefaultTimeout, 50 ms). The calls for a key about to be
+// built (GetBuild, TryLockBuild: get_or_create's lookup, its lock and the
+// lookups of a node waiting for another's build), the background writes,
+// lock renewals, probes and Close's flush wait at most
+// Options.BuildTimeout (DefaultBuildTimeout, 1 s; never under Timeout):
+// such a miss starts a benchmark of hundreds of milliseconds, and a busy
+// node must not benchmark what another is benchmarking because one answer
+// came 60 ms late. go-redis is configured so that the bounds hold: one
+// context deadline per call, no command retries, one dial attempt, and
+// dial, read, write and pool timeouts no longer than the longer deadline.
 //
-// A call that fails or times out marks the server down: it is counted, one
-// warning line is printed (once per process and server), and every later
-// call skips the server at once (a miss, a granted lock, a queued write)
+// A plain call that fails or times out marks the server down: it is
+// counted, one warning line is printed (once per process and server), and
+// every later plain call skips the server at once (a miss, a granted lock)
 // until a background probe (PING, with exponential backoff from 100 ms to
-// 5 s) gets an answer. Writes queued meanwhile are sent then. A value that
-// fails its checks is counted in Rejected and treated as a miss: garbage in
-// Redis never reaches the caller.
+// 5 s) gets an answer. A server that refuses the connection, or does not
+// answer a build's call, a write or a probe within BuildTimeout, is also
+// marked unreachable: then the build's calls skip it too, and writes wait
+// for the probe. Writes queued meanwhile are sent then. A build's unlock
+// waits (up to BuildTimeout) until its value and the release are sent, and
+// so does the C library at process exit (cache.Cache.AtExit), so that the
+// nodes waiting for them get them. A value that fails its checks is counted
+// in Rejected and treated as a miss: garbage in Redis never reaches the
+// caller.
 //
 // # Bounded replies
 //
@@ -166,11 +179,11 @@
 //   - Without a key, every process asks the server once for each key it
 //     needs (remote hits are not kept in the file), where with a key one
 //     process per node does.
-//   - The deadline bounds each call into the tier. A get_or_create of a
-//     cold key makes up to four (lookup, lookup, lock, lookup) before it
-//     builds, so a server that answers every call just under the deadline
-//     can delay it by up to four deadlines; one that misses the deadline
-//     costs one, since the calls after it skip the server.
+//   - The deadlines bound each call into the tier. A get_or_create of a
+//     cold key makes up to three build calls (lookup, lock, lookup) before
+//     it builds, so a server that answers every call just under the build
+//     deadline can delay it by up to three; one that misses it costs one,
+//     since the calls after it skip the server.
 //   - Lookups that skip a down server are not counted as misses or errors;
 //     Errors counts the calls (and probes) that failed.
 //   - Flush and Close report no error: the tier fails open, and its

@@ -11,15 +11,21 @@ import (
 // Get returns the value stored for (scope, key). A miss, an error, a value
 // that fails its checks, or a server marked down all return false; no call
 // waits longer than the timeout.
-func (r *Client) Get(scope string, key []byte) ([]byte, bool) {
-	if len(scope) > cache.MaxScopeSize || len(key) > cache.MaxKeySize || r.down.Load() {
+func (r *Client) Get(scope string, key []byte) ([]byte, bool) { return r.get(scope, key, false) }
+
+// GetBuild is Get for a key that the caller builds on a miss: it waits up
+// to the build timeout, and skips only a server marked unreachable (health.go).
+func (r *Client) GetBuild(scope string, key []byte) ([]byte, bool) { return r.get(scope, key, true) }
+
+func (r *Client) get(scope string, key []byte, build bool) ([]byte, bool) {
+	if len(scope) > cache.MaxScopeSize || len(key) > cache.MaxKeySize || r.skip(build) {
 		return nil, false
 	}
 	c := r.conn()
 	if c == nil {
 		return nil, false
 	}
-	ctx, cancel := context.WithTimeout(r.ctx, r.opts.Timeout)
+	ctx, cancel := context.WithTimeout(r.ctx, r.timeout(build))
 	defer cancel()
 	// GETRANGE rather than GET bounds what a foreign, huge value costs: at
 	// most maxRecord+1 bytes are read. A missing key reads as "".
@@ -29,7 +35,7 @@ func (r *Client) Get(scope string, key []byte) ([]byte, bool) {
 		r.rejected.Add(1) // not a string: something else wrote that key
 		return nil, false
 	case err != nil:
-		r.fail(err)
+		r.failCall(err, build)
 		return nil, false
 	case len(rec) == 0:
 		r.misses.Add(1)

@@ -25,6 +25,10 @@ const (
 	// reconnection attempts while the server is down.
 	DefaultMinBackoff = 100 * time.Millisecond
 	DefaultMaxBackoff = 5 * time.Second
+	// DefaultBuildTimeout bounds the calls for a key about to be built
+	// (GetBuild, TryLockBuild) and the background writes: 1 s
+	// (config.DefaultRemoteBuildTimeout says why).
+	DefaultBuildTimeout = config.DefaultRemoteBuildTimeout
 	// MaxTimeout is the largest Timeout accepted.
 	MaxTimeout = config.MaxRemoteTimeout
 )
@@ -33,8 +37,14 @@ const (
 type Options struct {
 	// URL is redis://[user:pass@]host[:port][/db] or rediss://... for TLS.
 	URL string
-	// Timeout bounds each call that waits for Redis (0 = DefaultTimeout).
+	// Timeout bounds each plain lookup (Get), the lock of a caller that
+	// does not build (TryLock) and Flush (0 = DefaultTimeout).
 	Timeout time.Duration
+	// BuildTimeout bounds each call for a key about to be built (GetBuild,
+	// TryLockBuild), the background writes, lock renewals, the probes of a
+	// server marked down and Close's flush (0 = DefaultBuildTimeout; raised
+	// to Timeout when under it).
+	BuildTimeout time.Duration
 	// TTL, if positive, expires each entry that long after it was last
 	// written. 0 keeps entries until Redis evicts them.
 	TTL time.Duration
@@ -68,8 +78,8 @@ type Options struct {
 }
 
 // OptionsFor returns the Options of the tier that a resolved configuration
-// describes (config.Resolve): its URL, timeout, TTL, record key and
+// describes (config.Resolve): its URL, timeouts, TTL, record key and
 // read-only mode; every other field is left to its default.
 func OptionsFor(s config.Remote) Options {
-	return Options{URL: s.URL, Timeout: s.Timeout, TTL: s.TTL, MACKey: s.MACKey, ReadOnly: s.ReadOnly}
+	return Options{URL: s.URL, Timeout: s.Timeout, BuildTimeout: s.BuildTimeout, TTL: s.TTL, MACKey: s.MACKey, ReadOnly: s.ReadOnly}
 }

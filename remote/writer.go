@@ -43,7 +43,7 @@ func (r *Client) Put(scope string, key, value []byte) {
 // Flush waits until the writes queued before the call are sent, at most the
 // timeout. It returns nil even when they are not: the tier fails open, and
 // its warning and counters report trouble. It returns at once while the
-// server is marked down.
+// server is marked unreachable.
 func (r *Client) Flush() error {
 	if r.closed.Load() || r.rdb.Load() == nil {
 		return nil
@@ -52,13 +52,25 @@ func (r *Client) Flush() error {
 	return nil
 }
 
+// FlushUntil waits until the writes queued before the call are sent, at
+// most until deadline; at once while the server is marked unreachable.
+func (r *Client) FlushUntil(deadline time.Time) {
+	if r.closed.Load() || r.rdb.Load() == nil {
+		return
+	}
+	r.flushUntil(deadline)
+}
+
+// BuildTimeout is the deadline of the calls for a key about to be built.
+func (r *Client) BuildTimeout() time.Duration { return r.opts.BuildTimeout }
+
 func (r *Client) flushUntil(deadline time.Time) {
 	mark := r.q.mark()
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	for {
 		done, progress := r.q.finished(mark)
-		if done || r.down.Load() {
+		if done || r.unreachable.Load() {
 			return
 		}
 		select {
@@ -87,7 +99,6 @@ func (r *Client) loop(c *redis.Client) {
 			case <-t.C:
 			}
 			if r.ping(c) {
-				r.down.Store(false)
 				backoff = r.opts.MinBackoff
 			} else {
 				backoff = min(2*backoff, r.opts.MaxBackoff)
@@ -113,7 +124,7 @@ func (r *Client) loop(c *redis.Client) {
 // the server down; an entry the server refuses is dropped and counted.
 func (r *Client) send(c *redis.Client, batch []op) {
 	callHook(&testHookSend)
-	ctx, cancel := context.WithTimeout(r.ctx, r.opts.Timeout)
+	ctx, cancel := context.WithTimeout(r.ctx, r.opts.BuildTimeout)
 	defer cancel()
 	pipe := c.Pipeline()
 	cmds := make([]redis.Cmder, len(batch))
@@ -133,7 +144,7 @@ func (r *Client) send(c *redis.Client, batch []op) {
 			if n := r.q.requeue(batch); n > 0 {
 				r.dropped.Add(uint64(n))
 			}
-			r.fail(err)
+			r.failSlow(err)
 			return
 		}
 	}

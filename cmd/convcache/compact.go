@@ -11,14 +11,14 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// nothingToCompact says why the file at path needs no compaction ("has
-// not been created yet", "is empty"), or "" when it may: the message for what
+// nothingToCompact says why the file at path needs no compaction
+// (notCreatedYet, "is empty"), or "" when it may: the message for what
 // cachefile.Rewrite reports as ErrNoFile, told before the file is read.
 func nothingToCompact(path string) string {
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return "has not been created yet"
+		return notCreatedYet
 	case err == nil && fi.Mode().IsRegular() && fi.Size() == 0:
 		return "is empty"
 	}
@@ -56,7 +56,7 @@ func runCompact(e *env, args []string, timeout time.Duration) error {
 		return err
 	}
 	if why := nothingToCompact(path); why != "" {
-		fmt.Fprintf(e.stdout, "%s %s: nothing to compact\n", path, why)
+		fmt.Fprintf(e.stdout, "%s %s; nothing to compact\n", path, why)
 		return nil
 	}
 	before, err := e.readCache(path, "reading "+path)

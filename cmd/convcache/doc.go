@@ -16,7 +16,7 @@
 //	convcache import  [--cache PATH] [--scope S]... [--lock-timeout D] FILE...
 //	convcache scope   [--device N] [--json]
 //	convcache run     [--preload PATH] [--path FILE] [--scope S] [--tag T] [--mode M]
-//	                  [--verbose] [--torch-v7] [--] COMMAND [ARGS...]
+//	                  [--verbose] [--quiet] [--torch-v7] [--] COMMAND [ARGS...]
 //	convcache doctor  [--python PY] [--preload PATH] [--path FILE] [--torch-v7]
 //	                  [--json] [-- COMMAND [ARGS...]]
 //	convcache config  [--prefix] [--cflags] [--libs] [--cmakedir] [--pkgconfigdir]
@@ -35,10 +35,11 @@
 // A PATH given on the command line must exist: every command says "PATH
 // does not exist: check the path" and exits 3, so a mistyped path never
 // reads as an empty cache. The default cache file may not exist yet (no
-// program has used the cache on this machine): stats reports it as not
-// created yet, ls and dump list nothing, and compact has nothing to do,
-// all exiting 0; verify, prune and export, which need a file, exit 3
-// saying it has not been created yet. A file that is not a convcache file
+// program has used the cache on this machine): stats, ls, dump, verify
+// and compact agree that it has not been created yet, nothing cached yet,
+// and exit 0 (so `convcache verify || fail` passes on a fresh machine);
+// prune and export, which need a file, exit 3 saying it has not been
+// created yet. A file that is not a convcache file
 // is said to be one, with its cause (unknown magic number, empty); only a
 // convcache file of a newer format version asks for an upgrade.
 //
@@ -161,7 +162,12 @@
 // command that changes directory loads the same file. LD_PRELOAD is read
 // as glibc's loader reads it: names separated by spaces and colons only,
 // so a tab or a newline is part of a name; the interposer is added unless
-// one of those names is exactly its path.
+// one of those names is exactly its path. --path is checked before COMMAND
+// starts (usable.go): a directory, a file that cannot be created or is not
+// writable by the user (outside modes ro and off) is one line, exit 2.
+// Unless --quiet or CONVCACHE_QUIET=1, run sets CONVCACHE_REPORT to the
+// cache file's path, and a process of COMMAND that used cuDNN prints one
+// report line at exit (the interposer's counters.c; docs/interposer.md).
 //
 // doctor says what convcache run would do for a program, and what stands
 // in the way, as findings (ok, note, warning, problem), each with one line
@@ -184,8 +190,12 @@
 // to the interposer, the check make torch-check makes: an import of torch
 // under the interposer with LD_BIND_NOW=1 and LD_DEBUG=bindings (and
 // CONVCACHE_DISABLE=1). Each run of the interpreter is bounded by 3
-// minutes. doctor exits 0 when nothing stands in the way (warnings and
-// notes included) and 1 when a problem does; it changes nothing.
+// minutes. No device fingerprint (no CUDA driver or GPU), a script that
+// does not set benchmark mode (read even when the interpreter has no
+// torch), and a cache path the program could not use (usable.go) are
+// problems. doctor exits 0 when nothing stands in the way (warnings and
+// notes included; only then does it say "Nothing stands in the way"), 1
+// when a problem does, 2 for its own usage errors; it changes nothing.
 //
 // version (and --version) prints the library version the command was built
 // from (CONVCACHE_VERSION_STRING in include/convcache.h, copied into
@@ -224,7 +234,7 @@
 //	   $CONVCACHE_LOCK_TIMEOUT_MS, 5 s): another process holds it; retry
 //
 // run exits with its command's status. Before the command starts, it exits
-// as env(1) does: 2 for a bad flag, 125 when the interposer (or the library
+// as env(1) does: 2 for a bad flag or a --path it could not use, 125 when the interposer (or the library
 // beside it) cannot be found, 126 when COMMAND cannot be run, 127 when
 // COMMAND is not found.
 //

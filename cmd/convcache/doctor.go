@@ -85,8 +85,15 @@ func newDoctorCmd(e *env) *cobra.Command {
     interposer: the check make torch-check makes, an import of torch under
     the interposer with LD_BIND_NOW=1 and LD_DEBUG=bindings.
 
+Each of these is a problem: no CUDA driver or GPU here (no device
+fingerprint: the interposer passes every call through), a script that
+does not set benchmark mode (read from the script even when torch is not
+importable here), a cache path the program could not use (a directory,
+not writable, cannot be created), an interposer that cannot be found.
+
 Exit status: 0 when nothing stands in the way (warnings and notes
-included), 1 when a problem does, 2 for a bad flag. The doctor changes
+included: "Nothing stands in the way" is printed only then), 1 when a
+problem does, 2 for a bad flag. The doctor changes
 nothing: it reads the cache file, imports torch and exits.
 
 Examples:
@@ -131,10 +138,8 @@ func runDoctor(e *env, c *cobra.Command, o *doctorOptions, command []string) err
 		}
 		path = p
 	}
-	path, err := resolve(path)
-	if err != nil {
-		return err
-	}
+	// A path the program could not use is a finding, not the doctor's error.
+	path, unusable := unusableCache(path, libraryConfig(false).Cache.Mode)
 	r.CachePath = path
 	script := scriptOf(command)
 	if f, ok := script.enableFinding(); ok {
@@ -160,13 +165,16 @@ func runDoctor(e *env, c *cobra.Command, o *doctorOptions, command []string) err
 	if py, explicit := pythonFor(o.python, command); py != "" {
 		r.Python = py
 		torchCUDNN = r.checkTorch(py, explicit, env, script)
+		if script != nil { // read even when torch cannot be asked
+			r.add(script.benchmarkFinding())
+		}
 	} else {
 		r.add(finding{"python", statusNote, fmt.Sprintf("%s is not a Python program: the PyTorch checks are skipped", safeText(command[0])),
 			"give --python PY if it runs PyTorch through another interpreter; convcache run caches the cudnnFind* calls of any program"})
 	}
 
 	// The cache file, and this machine's scopes in it.
-	cf, file := cacheFindings(path)
+	cf, file := cacheFindings(path, unusable)
 	r.add(cf...)
 	r.add(scopeFindings(file, torchCUDNN)...)
 	slices.SortStableFunc(r.Findings, func(a, b finding) int { return checkRank(a.Check) - checkRank(b.Check) })
@@ -277,10 +285,9 @@ func (r *doctorReport) checkTorch(py string, explicit bool, env []string, script
 	}
 	r.add(r.pathFinding(tp))
 
-	// torch.backends.cudnn.benchmark.
+	// torch.backends.cudnn.benchmark (the script's is read in runDoctor).
 	switch {
 	case script != nil:
-		r.add(script.benchmarkFinding())
 	case p.Benchmark != nil && *p.Benchmark:
 		r.add(finding{"benchmark", statusOK, "torch.backends.cudnn.benchmark is True when torch is imported here",
 			"keep it True in the program: without it nothing is benchmarked or cached"})

@@ -18,10 +18,11 @@ import (
 // and this machine's scope in it.
 
 // cacheFindings reports the cache file at path (the default cache file
-// unless --path names another, as convcache run sets it), the mode the
+// unless --path names another, as convcache run sets it; unusable says why
+// the program could not use it, from unusableCache), the mode the
 // environment sets, and returns the file's summary (nil when it cannot be
 // read) for the scope findings.
-func cacheFindings(path string) ([]finding, *fileReport) {
+func cacheFindings(path string, unusable error) ([]finding, *fileReport) {
 	var out []finding
 	mode := libraryConfig(false).Cache.Mode
 	switch mode {
@@ -43,6 +44,10 @@ func cacheFindings(path string) ([]finding, *fileReport) {
 			"fill the file first (a run in mode rw, or convcache import of a bundle)"})
 	}
 
+	if unusable != nil {
+		return append(out, finding{"cache", statusProblem, unusable.Error(),
+			"the program's cuDNN calls would pass through uncached: name a file you can write with --path or CONVCACHE_PATH"}), nil
+	}
 	r, err := reportFile(path)
 	if err != nil {
 		f := finding{"cache", statusProblem, "cache file " + message(err), "move it aside or name another file with --path or CONVCACHE_PATH (the program starts a new one)"}
@@ -52,12 +57,6 @@ func cacheFindings(path string) ([]finding, *fileReport) {
 		return append(out, f), nil
 	}
 	if !r.Exists {
-		dir := existingParent(filepath.Dir(path))
-		if unix.Access(dir, unix.W_OK) != nil {
-			return append(out, finding{"cache", statusProblem,
-				fmt.Sprintf("cache file %s has not been created yet, and cannot be: %s is not writable by you", path, dir),
-				"name a file in a directory you can write, with --path or CONVCACHE_PATH"}), r
-		}
 		return append(out, finding{"cache", statusOK,
 			fmt.Sprintf("cache file %s has not been created yet", path),
 			"nothing to do: the first run that benchmarks creates it"}), r
@@ -74,10 +73,8 @@ func cacheFindings(path string) ([]finding, *fileReport) {
 		f.Status = statusWarning
 		f.Summary += fmt.Sprintf(", on a network file system (%s)", r.FSType)
 		f.Advice = "locks and rename are weaker there: prefer a local disk (--path or CONVCACHE_PATH)"
-	case unix.Access(path, unix.W_OK) != nil:
-		f.Status = statusWarning
-		f.Summary += "; it is not writable by you"
-		f.Advice = "the program reads it but stores nothing new: use a file of your own (CONVCACHE_PATH) and this one as CONVCACHE_SYSTEM_PATH"
+	case mode == cache.ModeReadOnly && unix.Access(path, unix.W_OK) != nil:
+		f.Summary += "; it is not writable by you (mode ro needs only to read it)"
 	}
 	return append(out, f), r
 }
@@ -132,8 +129,8 @@ func scopeFindings(r *fileReport, cudnnLib string) []finding {
 	}
 	devs, partial, err := cudnn.Devices()
 	if err != nil {
-		return []finding{{"scope", statusWarning, "no device fingerprint on this machine: " + deviceReason(err),
-			"run convcache doctor on the machine where the program runs, with its GPUs: there each device's scope names its GPU model, driver and cuDNN"}}
+		return []finding{{"scope", statusProblem, "no device fingerprint on this machine: " + deviceReason(err),
+			"the interposer passes every call through without a device: run the program (and convcache doctor) on a machine with its GPUs and CUDA driver"}}
 	}
 	var out []finding
 	for _, d := range devs {

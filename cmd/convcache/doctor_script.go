@@ -206,12 +206,13 @@ func (s *scriptFacts) benchmarkFinding() finding {
 			strings.Join(append(append(append([]string{}, yes...), no...), other...), ", "), heuristic)
 		f.Advice = "make sure it is True when the first convolution runs: PyTorch's default is False, and nothing is benchmarked or cached without it"
 	default:
-		f.Status = statusWarning
+		f.Status = statusProblem
 		f.Summary = fmt.Sprintf("%s does not set torch.backends.cudnn.benchmark (%s)", s.name, heuristic)
-		if s.truncated {
+		if s.truncated { // the rest may set it
+			f.Status = statusWarning
 			f.Summary += fmt.Sprintf("; only its first %s were read", bytesText(maxScript))
 		}
-		f.Advice = "add torch.backends.cudnn.benchmark = True before the first convolution: PyTorch's default is False, and nothing is benchmarked or cached without it"
+		f.Advice = "add torch.backends.cudnn.benchmark = True before the first convolution: PyTorch's default is False, and nothing is benchmarked or cached without it (if a module it imports sets it, this finding is wrong)"
 	}
 	return f
 }

@@ -86,9 +86,18 @@ func torchV8(b string) torchSpec {
 	return torchSpec{version: "2.15.0+standin", cuda: "13.0", cudnn: 91300, lib: filepath.Join(b, "tests/doctor/libtorch_cuda.so")}
 }
 
+// standinGPU is the environment that shows the doctor the stand-in CUDA
+// driver and cuDNN of build b: one GPU (without a device, the scope is a
+// problem).
+func standinGPU(b string) []string {
+	return []string{"CONVCACHE_CUDA_LIBRARY=" + filepath.Join(b, "tests/preload/libcuda.so.1"),
+		"CONVCACHE_CUDNN_LIBRARY=" + filepath.Join(b, "tests/preload/libcudnn.so.9")}
+}
+
 // doctorRun runs convcache doctor --json with the interposer of build b
-// (unless args name one), in a clean environment plus env, and returns
-// its report and exit status.
+// (unless args name one), in a clean environment plus env (plus the
+// stand-in GPU unless env names a CUDA library), and returns its report
+// and exit status.
 func doctorRun(t *testing.T, b string, env []string, args ...string) (doctorReport, result) {
 	t.Helper()
 	flags := []string{"doctor", "--json"}
@@ -102,6 +111,9 @@ func doctorRun(t *testing.T, b string, env []string, args ...string) (doctorRepo
 		}
 	}
 	cmd.Env = append(cmd.Env, env...)
+	if !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "CONVCACHE_CUDA_LIBRARY=") }) {
+		cmd.Env = append(cmd.Env, standinGPU(b)...)
+	}
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
 	err := cmd.Run()
@@ -215,7 +227,7 @@ func TestDoctorNoTorch(t *testing.T) {
 
 	// The text form: each finding with its advice, and the verdict.
 	cmd := exec.Command(binary, "doctor", "--python", py, "--preload", filepath.Join(b, preloadName))
-	cmd.Env = cleanEnv(t)
+	cmd.Env = append(cleanEnv(t), standinGPU(b)...)
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("doctor without --json: %v\n%s", err, out)
@@ -330,7 +342,7 @@ func TestDoctorBenchmark(t *testing.T) {
 		name, src, status string
 		contains          []string
 	}{
-		{"unset", "import torch\nmodel = torch.nn.Conv2d(3, 8, 3)\n", statusWarning,
+		{"unset", "import torch\nmodel = torch.nn.Conv2d(3, 8, 3)\n", statusProblem,
 			[]string{"does not set torch.backends.cudnn.benchmark", "a heuristic", "PyTorch's default is False"}},
 		{"set", "import torch\n\ntorch.backends.cudnn.benchmark = True  # speed\n", statusOK,
 			[]string{"sets torch.backends.cudnn.benchmark = True (line 3; read from the script, a heuristic"}},
@@ -338,7 +350,7 @@ func TestDoctorBenchmark(t *testing.T) {
 			[]string{"= False (line 2", "nothing is cached"}},
 		{"expression", "from torch.backends import cudnn\ncudnn.benchmark = args.benchmark\n", statusWarning,
 			[]string{"cannot evaluate: line 2 (args.benchmark)"}},
-		{"commented", "# torch.backends.cudnn.benchmark = True\nx = '# cudnn.benchmark = True'\nassert torch.backends.cudnn.benchmark == True\n", statusWarning,
+		{"commented", "# torch.backends.cudnn.benchmark = True\nx = '# cudnn.benchmark = True'\nassert torch.backends.cudnn.benchmark == True\n", statusProblem,
 			[]string{"does not set"}},
 	} {
 		script := filepath.Join(dir, c.name+".py")
@@ -375,7 +387,6 @@ func TestDoctorCache(t *testing.T) {
 
 	rep, _ := doctorRun(t, b, v7, "--python", py, "--path", path)
 	rep.one(t, "cache", statusOK, path+" has not been created yet", "the first run that benchmarks creates it")
-	rep.one(t, "scope", statusWarning, "no device fingerprint")
 	if rep.CachePath != path {
 		t.Fatalf("cache path %q", rep.CachePath)
 	}
@@ -465,5 +476,65 @@ func TestDoctorRealTorch(t *testing.T) {
 	} else {
 		rep.one(t, "path", statusProblem, "v8 path", "--torch-v7")
 		rep.one(t, "bindings", statusNote, "bind to cuDNN")
+	}
+}
+
+// "Nothing stands in the way" only when nothing does: no CUDA driver (no
+// device fingerprint), a script that does not set benchmark mode (read
+// even when the interpreter has no torch), a cache path that cannot be used
+// (a directory, from CONVCACHE_PATH or --path: a finding, not exit 2) are
+// each a problem with advice, exit 1; a bad flag stays exit 2.
+func TestDoctorHonest(t *testing.T) {
+	b := doctorBuilt(t)
+	torch := fakePython(t, torchV8(b))
+	noTorch := fakePython(t, torchSpec{})
+	dir := t.TempDir()
+	unset := filepath.Join(dir, "train.py")
+	os.WriteFile(unset, []byte("import torch\nmodel = torch.nn.Conv2d(3, 8, 3)\n"), 0o644)
+	set := filepath.Join(dir, "ok.py")
+	os.WriteFile(set, []byte("import torch\ntorch.backends.cudnn.benchmark = True\n"), 0o644)
+	v7 := torchV7Var + "=1"
+	noDriver := "CONVCACHE_CUDA_LIBRARY=" + filepath.Join(dir, "none", "libcuda.so.1")
+	path := "CONVCACHE_PATH=" + filepath.Join(dir, "c.ccdb")
+
+	text := func(env []string, args ...string) result {
+		t.Helper()
+		cmd := exec.Command(binary, append([]string{"doctor", "--preload", filepath.Join(b, preloadName)}, args...)...)
+		cmd.Env = append(cleanEnv(t), env...)
+		var so, se bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &so, &se
+		cmd.Run()
+		return result{so.String(), se.String(), cmd.ProcessState.ExitCode()}
+	}
+	for _, c := range []struct {
+		name, check, says string
+		env               []string
+		args              []string
+	}{
+		{"no driver", "scope", "no device fingerprint", []string{v7, path, noDriver}, []string{"--", torch, set}},
+		{"no benchmark, torch here", "benchmark", "does not set torch.backends.cudnn.benchmark", append([]string{v7, path}, standinGPU(b)...), []string{"--", torch, unset}},
+		{"no benchmark, no torch here", "benchmark", "does not set torch.backends.cudnn.benchmark", append([]string{path}, standinGPU(b)...), []string{"--", noTorch, unset}},
+		{"a directory as CONVCACHE_PATH", "cache", "is a directory", append([]string{v7, "CONVCACHE_PATH=" + dir}, standinGPU(b)...), []string{"--", torch, set}},
+		{"a directory as --path", "cache", "is a directory", append([]string{v7}, standinGPU(b)...), []string{"--path", dir, "--", torch, set}},
+		{"a file as a directory", "cache", "is not a directory", append([]string{v7, "CONVCACHE_PATH=" + filepath.Join(set, "c.ccdb")}, standinGPU(b)...), []string{"--", torch, set}},
+	} {
+		rep, r := doctorRun(t, b, c.env, c.args...)
+		f := rep.with(t, c.check, statusProblem, c.says)
+		if r.code != exitDamage || rep.Problems != 1 || f.Advice == "" {
+			t.Errorf("%s: exit %d, %d problems, want exit 1 with one: %+v", c.name, r.code, rep.Problems, rep.Findings)
+		}
+		tr := text(c.env, c.args...)
+		if tr.code != exitDamage || strings.Contains(tr.stdout, "Nothing stands in the way") || !strings.Contains(tr.stdout, "1 problem stands in the way") {
+			t.Errorf("%s: exit %d\n%s%s", c.name, tr.code, tr.stdout, tr.stderr)
+		}
+	}
+	// All well: exit 0, and the verdict says so.
+	tr := text(append([]string{v7, path}, standinGPU(b)...), "--", torch, set)
+	if tr.code != exitOK || !strings.Contains(tr.stdout, "Nothing stands in the way") {
+		t.Errorf("all well: exit %d\n%s%s", tr.code, tr.stdout, tr.stderr)
+	}
+	// The doctor's own usage errors stay exit 2.
+	if tr := text(nil, "--no-such-flag"); tr.code != exitUsage {
+		t.Errorf("a bad flag: exit %d", tr.code)
 	}
 }

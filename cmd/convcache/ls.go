@@ -107,7 +107,7 @@ func list(e *env, name string, args []string, o listOptions, full bool) error {
 	}
 	var entries []cachefile.Entry
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		fmt.Fprintf(e.stderr, "convcache %s: %s has not been created yet: nothing cached\n", name, path)
+		fmt.Fprintf(e.stderr, "convcache %s: %s %s\n", name, path, notCreatedYet)
 	} else {
 		f, err := e.readCache(path, "reading "+path)
 		if err != nil {

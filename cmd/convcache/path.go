@@ -21,8 +21,9 @@ import (
 //     cache.
 //   - The default cache file ($CONVCACHE_PATH, else the XDG path) may not
 //     exist yet: that is every machine's state until a program first uses
-//     the cache. stats reports it as not created yet, ls and dump list
-//     nothing, compact has nothing to do, all exit 0. verify, prune and
+//     the cache. stats, ls, dump, verify and compact say notCreatedYet
+//     (nothing cached yet) and exit 0, so that a CI step
+//     `convcache verify || fail` passes on a fresh machine. prune and
 //     export need a file's contents: they exit 3, saying it has not been
 //     created yet.
 //
@@ -30,6 +31,14 @@ import (
 // the command line, so they must exist too. import --cache names the cache
 // to import into, which import creates when missing, as documented; run's
 // and doctor's --path name the file a program will use, which it creates.
+
+// notCreatedYet follows the default cache file's path when it does not
+// exist yet, in every command that reads it (stats, ls, dump, verify,
+// compact).
+const (
+	nothingCachedYet = "nothing cached yet"
+	notCreatedYet    = "has not been created yet: " + nothingCachedYet
+)
 
 // cachePath returns the optional PATH argument (atMostOnePath checked
 // that there is at most one), which must exist, or the default cache file,

@@ -42,9 +42,10 @@ func TestMissingPathIsAnError(t *testing.T) {
 }
 
 // The default cache file (CONVCACHE_PATH, else the XDG path) may not exist
-// yet: no program has used the cache. stats, ls, dump and compact say so
-// and exit 0; verify, prune and export need a file and exit 3, saying it
-// has not been created yet.
+// yet: no program has used the cache. stats, ls, dump, verify and compact
+// agree: nothing cached yet, exit 0 (a CI step `convcache verify || fail`
+// passes on a fresh machine); prune and export need a file and exit 3,
+// saying it has not been created yet.
 func TestMissingDefaultIsNotCreatedYet(t *testing.T) {
 	def := filepath.Join(t.TempDir(), "sub", "cache.ccdb")
 	env := []string{"CONVCACHE_PATH=" + def}
@@ -54,12 +55,15 @@ func TestMissingDefaultIsNotCreatedYet(t *testing.T) {
 		out, errs  string
 		jsonOutput bool
 	}{
-		{[]string{"stats"}, exitOK, "not created yet", "", false},
-		{[]string{"ls"}, exitOK, "", "has not been created yet: nothing cached", false},
-		{[]string{"ls", "--json"}, exitOK, "[]", "has not been created yet: nothing cached", true},
-		{[]string{"dump"}, exitOK, "", "has not been created yet: nothing cached", false},
-		{[]string{"compact"}, exitOK, "has not been created yet: nothing to compact", "", false},
-		{[]string{"verify"}, exitIO, "", "has not been created yet", false},
+		{[]string{"stats"}, exitOK, "not created yet: nothing cached yet", "", false},
+		{[]string{"stats", "--json"}, exitOK, `"exists": false`, "", false},
+		{[]string{"ls"}, exitOK, "", "has not been created yet: nothing cached yet", false},
+		{[]string{"ls", "--json"}, exitOK, "[]", "has not been created yet: nothing cached yet", true},
+		{[]string{"dump"}, exitOK, "", "has not been created yet: nothing cached yet", false},
+		{[]string{"compact"}, exitOK, "has not been created yet: nothing cached yet; nothing to compact", "", false},
+		{[]string{"verify"}, exitOK, "has not been created yet: nothing cached yet, nothing to verify", "", false},
+		{[]string{"verify", "--json"}, exitOK, `"exists": false,
+  "ok": true`, "", false},
 		{[]string{"prune", "--older-than", "1d"}, exitIO, "", "has not been created yet", false},
 	} {
 		r := mustRun(t, c.code, env, c.args...)

@@ -31,6 +31,7 @@ type runOptions struct {
 	tag     string
 	mode    string
 	verbose bool
+	quiet   bool
 	torchV7 bool
 }
 
@@ -66,11 +67,24 @@ in ../lib, ../lib64 or ../lib/<multiarch> of its directory (an install in
 PREFIX/bin and PREFIX/lib), and beside $CONVCACHE_LIBRARY. libconvcache.so.1
 must be beside it.
 
+When COMMAND has used cuDNN (made find calls or built convolution
+graphs), one line on stderr at its exit says what the run got: graphs and
+finds served from the cache, benchmarked and stored, stood aside (with the
+most frequent reason), the benchmark time saved where known, and the cache
+file. A process that never used cuDNN prints nothing. --quiet (or
+CONVCACHE_QUIET=1) leaves the line out; --verbose adds a line per call and
+per graph benchmarked, and the cache's event log (docs/interposer.md).
+
 --torch-v7 also sets TORCH_CUDNN_V8_API_DISABLED=1, which puts PyTorch on
 its legacy cuDNN v7 path; it is not needed for caching. A note on what it
 costs is printed.
 
-Exit status when COMMAND does not start: 2 a bad flag, 125 no interposer,
+--path is checked before COMMAND starts: a directory, a file that cannot
+be created or is not writable by you (unless --mode ro or off) is said in
+one line, exit 2. What happens to the file later is the interposer's to
+handle: it passes calls through to cuDNN with one warning.
+
+Exit status when COMMAND does not start: 2 a bad flag or --path, 125 no interposer,
 126 COMMAND cannot be run, 127 COMMAND not found.
 
 Examples:
@@ -95,7 +109,8 @@ Examples:
 	fs.StringVar(&o.scope, "scope", "", "store every result under scope `S` instead of each device's fingerprint (sets CONVCACHE_SCOPE)")
 	fs.StringVar(&o.tag, "tag", "", "append `T` to the fingerprint, such as your framework's version (sets CONVCACHE_TAG)")
 	fs.StringVar(&o.mode, "mode", "", "`MODE`: rw, ro, off, recache or strict (sets CONVCACHE_MODE)")
-	fs.BoolVarP(&o.verbose, "verbose", "v", false, "log every intercepted call and cache event on stderr (sets CONVCACHE_PRELOAD_LOG=1 and CONVCACHE_VERBOSE=1)")
+	fs.BoolVarP(&o.verbose, "verbose", "v", false, "log every intercepted call, graph and cache event on stderr (sets CONVCACHE_PRELOAD_LOG=1 and CONVCACHE_VERBOSE=1)")
+	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no report line at exit (sets CONVCACHE_QUIET=1)")
 	fs.BoolVar(&o.torchV7, "torch-v7", false, "put PyTorch on its legacy cuDNN v7 API (sets TORCH_CUDNN_V8_API_DISABLED=1; not needed for caching)")
 	c.RegisterFlagCompletionFunc("mode", cobra.FixedCompletions(
 		[]cobra.Completion{"rw", "ro", "off", "recache", "strict"}, cobra.ShellCompDirectiveNoFileComp))
@@ -108,6 +123,15 @@ func runCommand(e *env, c *cobra.Command, o *runOptions, args []string) error {
 	set, err := o.variables(c)
 	if err != nil {
 		return err
+	}
+	if o.path != "" {
+		mode := libraryConfig(false).Cache.Mode
+		if m, ok := cache.ParseMode(strings.ToLower(o.mode)); ok {
+			mode = m
+		}
+		if _, err := unusableCache(o.path, mode); err != nil {
+			return usageErr("--path: %v; %s was not started", err, args[0])
+		}
 	}
 	preload, err := findPreload(o.preload)
 	if err != nil {
@@ -160,10 +184,32 @@ func (o *runOptions) variables(c *cobra.Command) ([]string, error) {
 	if o.verbose {
 		set = append(set, "CONVCACHE_PRELOAD_LOG=1", "CONVCACHE_VERBOSE=1")
 	}
+	switch {
+	case o.quiet: // whatever CONVCACHE_REPORT the environment holds
+		set = append(set, "CONVCACHE_QUIET=1")
+	case os.Getenv("CONVCACHE_QUIET") != "1":
+		set = append(set, "CONVCACHE_REPORT="+o.reportPath())
+	}
 	if o.torchV7 {
 		set = append(set, "TORCH_CUDNN_V8_API_DISABLED=1")
 	}
 	return set, nil
+}
+
+// reportPath is the cache file the report names: --path, else the default
+// one, as the library in the program resolves it.
+func (o *runOptions) reportPath() string {
+	p := o.path
+	if p != "" {
+		p, _ = filepath.Abs(p)
+	}
+	if r, err := resolve(p); err == nil {
+		return r
+	}
+	if p == "" {
+		return "the default cache file"
+	}
+	return p
 }
 
 // withEnv returns env with each NAME=value of set replacing any earlier

@@ -318,3 +318,45 @@ func mustRun2(t *testing.T, want int, env []string, exe string, args ...string) 
 	}
 	return r
 }
+
+// --path is checked before the command starts: a directory, a file that
+// cannot be created or is not writable (outside modes ro and off) is one
+// line and exit 2, and the command never runs. What can be used passes.
+func TestRunChecksPath(t *testing.T) {
+	pre := fakePreload(t)
+	env := runEnv(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, []byte("x"), 0o600)
+	locked := filepath.Join(dir, "locked")
+	os.Mkdir(locked, 0o500)
+	ran := filepath.Join(dir, "ran")
+	cases := []struct{ path, mode, says string }{
+		{dir, "", "is a directory"},
+		{filepath.Join(file, "sub", "c.ccdb"), "", file + " is not a directory"},
+		{filepath.Join(file, "c.ccdb"), "", "not a directory"},
+	}
+	if os.Geteuid() != 0 { // root may write anywhere
+		cases = append(cases, struct{ path, mode, says string }{filepath.Join(locked, "c.ccdb"), "", locked + " is not writable by you"})
+	}
+	for _, c := range cases {
+		args := []string{"run", "--preload", pre, "--path", c.path, "--", "touch", ran}
+		r := mustRun(t, exitUsage, env, args...)
+		if !strings.HasPrefix(r.stderr, "convcache run: --path: ") || !strings.Contains(r.stderr, c.says) ||
+			!strings.Contains(r.stderr, "touch was not started") || strings.Count(r.stderr, "\n") != 1 || r.stdout != "" {
+			t.Errorf("--path %s: stderr %q, want one line saying %q", c.path, r.stderr, c.says)
+		}
+		if _, err := os.Stat(ran); err == nil {
+			t.Fatalf("--path %s: the command ran", c.path)
+		}
+	}
+	// Usable: a new file in a new directory, an existing file, or a file
+	// in a directory it could not create in mode ro.
+	for _, a := range [][]string{
+		{"--path", filepath.Join(dir, "new", "c.ccdb")},
+		{"--path", file},
+		{"--mode", "ro", "--path", filepath.Join(locked, "c.ccdb")},
+	} {
+		mustRun(t, exitOK, env, append(append([]string{"run", "--preload", pre}, a...), "--", "true")...)
+	}
+}

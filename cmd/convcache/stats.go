@@ -219,7 +219,7 @@ func printFile(w io.Writer, now time.Time, r *fileReport) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "file\t%s\n", r.Path)
 	if !r.Exists {
-		fmt.Fprintf(tw, "state\tnot created yet (no entries)\n")
+		fmt.Fprintf(tw, "state\tnot created yet: %s\n", nothingCachedYet)
 		tw.Flush()
 		return
 	}

@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -12,6 +14,7 @@ import (
 
 type verifyReport struct {
 	Path     string         `json:"path"`
+	Exists   bool           `json:"exists"` // false: the default file, not created yet
 	OK       bool           `json:"ok"`
 	Size     int64          `json:"size"`
 	Records  int            `json:"records"`
@@ -63,8 +66,16 @@ func runVerify(e *env, args []string, asJSON, strict bool) error {
 		return err
 	}
 	r := verifyReport{Path: path, Corrupt: []damageReport{}, Problems: []string{}, Warnings: []string{}}
-	f, err := e.readCache(path, "verifying")
+	// cachePath let only the default file be missing: nothing cached yet,
+	// as ls, stats and compact say.
+	_, statErr := os.Stat(path)
+	r.Exists = !errors.Is(statErr, fs.ErrNotExist)
+	var f *cachefile.File
+	if r.Exists {
+		f, err = e.readCache(path, "verifying")
+	}
 	switch {
+	case !r.Exists:
 	case errors.Is(err, cache.ErrCorrupt):
 		// The header itself is damaged: nothing after it can be trusted.
 		r.Header = message(err)
@@ -132,6 +143,8 @@ func printVerify(e *env, r *verifyReport) {
 		fmt.Fprintf(w, "warning: %s\n", x)
 	}
 	switch {
+	case !r.Exists:
+		fmt.Fprintf(w, "%s %s, nothing to verify\n", r.Path, notCreatedYet)
 	case r.Header != "":
 		fmt.Fprintf(w, "%s: FAILED: the header is damaged; the file cannot be used: move it aside and the next job starts a new one\n", r.Path)
 	case !r.OK:

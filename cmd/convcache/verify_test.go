@@ -176,7 +176,7 @@ func TestCompact(t *testing.T) {
 		before, _ := os.ReadFile(p)
 		r := mustRun(t, exitOK, []string{"CONVCACHE_PATH=" + p}, "compact")
 		lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
-		if len(lines) != 1 || !strings.HasPrefix(lines[0], p) || !strings.Contains(lines[0], c.why+": nothing to compact") || r.stderr != "" {
+		if len(lines) != 1 || !strings.HasPrefix(lines[0], p) || !strings.Contains(lines[0], c.why) || !strings.HasSuffix(lines[0], "nothing to compact") || r.stderr != "" {
 			t.Errorf("compact of a file that %s: stdout %q stderr %q", c.why, r.stdout, r.stderr)
 		}
 		after, err := os.ReadFile(p)

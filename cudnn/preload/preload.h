@@ -236,6 +236,9 @@ extern struct convcache_preload_stats counters;
 #define COUNT(field) __atomic_fetch_add(&counters.field, 1, __ATOMIC_RELAXED)
 
 void count_saved_ms(double ms);
+/* count_aside_reason counts a graph that stood aside, by why (a static
+ * string), for the report's top reason. */
+void count_aside_reason(const char *why);
 uint64_t now_ns(void);
 
 /* counters_forked zeroes the counters in a forked child: they count this

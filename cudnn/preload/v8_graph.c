@@ -65,6 +65,7 @@ void v8_close_window(struct v8_graph *g) {
                  why ? " (" : "", why ? why : "", why ? ")" : "");
         log_key(phase_names[g->phase], what, g->key, g->key_len);
     }
+    if (g->phase == G_ASIDE) count_aside_reason(g->aside_why);
     g->phase = G_DONE;
     g->candidate = NULL;
     for (struct v8_shadow *p = g->plan_list; p; p = p->gnext) v8_watch_update(p);

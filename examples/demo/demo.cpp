@@ -19,14 +19,19 @@
 // kernel size, stride and padding.
 //
 // The cache is the default file (convcache_open with a NULL path:
-// $CONVCACHE_PATH, else ~/.cache/convcache/cache.ccdb), through the C++
+// $CONVCACHE_PATH, else ~/.cache/convcache/cache.ccdb), or with
+// --demo-file (make demo) a file of its own beside it, demo.ccdb, so that
+// the demo's entries never mix with a program's; through the C++
 // drop-in convcache::BenchmarkCache with PyTorch's 104-byte
 // ConvolutionParams as the key, in a scope naming this CPU and the kernels.
 //
 // Options:
 //   --run N          label of this run (1, 2)
 //   --cold           open in CONVCACHE_MODE_RECACHE: ignore what the file has
-//                    and measure every shape again (make demo's first run)
+//                    and measure every shape again
+//   --demo-file      use demo.ccdb beside the default file instead of it
+//   --fresh          with --demo-file: remove demo.ccdb first, so that the
+//                    run starts cold (make demo's first run)
 //   --report FILE    write this run's totals to FILE
 //   --compare FILE   print the saving against the totals in FILE; exit 1 if
 //                    this run still had to benchmark
@@ -36,6 +41,7 @@
 #include <convcache.hpp>
 
 #include <chrono>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -225,6 +231,13 @@ static std::string default_path() {
     return std::string(h ? h : "~") + "/.cache/convcache/cache.ccdb";
 }
 
+// The demo's own file: demo.ccdb beside the default file.
+static std::string demo_path() {
+    const std::string d = default_path();
+    const size_t slash = d.rfind('/');
+    return (slash == std::string::npos ? std::string(".") : d.substr(0, slash)) + "/demo.ccdb";
+}
+
 // "2.51 s" or "0.412 ms".
 static std::string fmt_time(double s) {
     char buf[64];
@@ -248,12 +261,14 @@ static std::map<std::string, double> read_report(const std::string &path) {
 
 static int run(int argc, char **argv) {
     int run_no = 1;
-    bool cold = false, quick = false, force_cpu = false;
+    bool cold = false, quick = false, force_cpu = false, own_file = false, fresh = false;
     std::string report, compare;
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
         if (a == "--run" && i + 1 < argc) run_no = std::atoi(argv[++i]);
         else if (a == "--cold") cold = true;
+        else if (a == "--demo-file") own_file = true;
+        else if (a == "--fresh") fresh = true;
         else if (a == "--quick") quick = true;
         else if (a == "--cpu") force_cpu = true;
         else if (a == "--report" && i + 1 < argc) report = argv[++i];
@@ -263,10 +278,20 @@ static int run(int argc, char **argv) {
             std::printf("demo kernels self-test: %s\n", f ? "FAILED" : "all implementations agree with direct");
             return f ? 1 : 0;
         } else {
-            std::fprintf(stderr, "usage: %s [--run N] [--cold] [--report FILE] [--compare FILE] [--quick] [--cpu] [--self-test]\n",
+            std::fprintf(stderr, "usage: %s [--run N] [--cold] [--demo-file [--fresh]] [--report FILE] [--compare FILE] [--quick] "
+                         "[--cpu] [--self-test]\n",
                          argv[0]);
             return 2;
         }
+    }
+    if (fresh && !own_file) {
+        std::fprintf(stderr, "%s: --fresh removes the demo's own file: give --demo-file too\n", argv[0]);
+        return 2;
+    }
+    const std::string path = own_file ? demo_path() : default_path();
+    if (fresh && std::remove(path.c_str()) != 0 && errno != ENOENT) {
+        std::fprintf(stderr, "%s: cannot remove %s: %s\n", argv[0], path.c_str(), std::strerror(errno));
+        return 1;
     }
 
     // cuDNN's find on device 0 where there is one; the CPU autotuner
@@ -280,7 +305,7 @@ static int run(int argc, char **argv) {
     }
     if (!gpu) scope = cpu_scope();
     convcache_options o = convcache::options();
-    o.path = nullptr; // the default file
+    o.path = own_file ? path.c_str() : nullptr; // nullptr: the default file
     o.scope = scope.c_str();
     if (cold) o.mode = CONVCACHE_MODE_RECACHE;
     convcache::Cache cache(o);
@@ -291,7 +316,8 @@ static int run(int argc, char **argv) {
 
     std::printf("\n=== convcache demo, run %d%s\n", run_no,
                 cold ? " (cold: CONVCACHE_MODE_RECACHE, every shape is measured again)" : "");
-    std::printf("cache file: %s\nscope:      %s\n", default_path().c_str(), scope.c_str());
+    std::printf("cache file: %s%s\nscope:      %s\n", path.c_str(),
+                own_file ? " (the demo's own, beside the default cache file; remove it when done)" : "", scope.c_str());
     if (gpu)
         std::printf("a miss runs cuDNN's cudnnFindConvolutionForwardAlgorithm on the layer's real shape (float, NCHW)\n");
     else
@@ -375,10 +401,7 @@ static int run(int argc, char **argv) {
     if (from_cache && !gpu)
         std::printf("run %d: the benchmarks the cache made unnecessary took %s when they were measured\n", run_no,
                     fmt_time(skipped).c_str());
-    std::printf("library: %llu lookups: %llu hits (%llu from the file), %llu misses; %llu entries in this scope, "
-                "file %.1f KiB\n",
-                static_cast<unsigned long long>(st.hits + st.misses), static_cast<unsigned long long>(st.hits),
-                static_cast<unsigned long long>(st.hits_file), static_cast<unsigned long long>(st.misses),
+    std::printf("cache file %s: %llu entries in this scope, %.1f KiB\n", path.c_str(),
                 static_cast<unsigned long long>(st.entries), static_cast<double>(st.file_bytes) / 1024.0);
     if (save_rc != 0)
         std::printf("save: %s: %s (results stay in memory only)\n", convcache_strerror(save_rc), convcache_last_error());

@@ -21,6 +21,14 @@ const (
 	// costs one such deadline, after which the tier is skipped until it
 	// answers again.
 	DefaultRemoteTimeout = 50 * time.Millisecond
+	// DefaultRemoteBuildTimeout bounds the calls made for a key that is
+	// about to be built (get_or_create's remote lookup, its build lock, and
+	// the lookups of a node waiting for another's build), and the
+	// background writes that publish a build's value: such a miss costs a
+	// benchmark of hundreds of milliseconds, so waiting longer for a busy
+	// server (a training node at start-up) pays, where a plain lookup would
+	// rather miss.
+	DefaultRemoteBuildTimeout = time.Second
 	// MaxRemoteTimeout is the largest timeout accepted.
 	MaxRemoteTimeout = time.Minute
 	// MaxRemoteTTL is the longest CONVCACHE_REMOTE_TTL accepted.
@@ -43,6 +51,10 @@ type Remote struct {
 	// Request.RemoteTimeout, else $CONVCACHE_REMOTE_TIMEOUT_MS, else
 	// DefaultRemoteTimeout.
 	Timeout time.Duration
+	// BuildTimeout bounds the calls for a key about to be built
+	// ($CONVCACHE_REMOTE_BUILD_TIMEOUT_MS, else DefaultRemoteBuildTimeout;
+	// never under Timeout).
+	BuildTimeout time.Duration
 	// TTL expires entries that long after their last write
 	// ($CONVCACHE_REMOTE_TTL); 0 never.
 	TTL time.Duration
@@ -81,6 +93,8 @@ func (v vars) remote(req Request, mode cache.Mode) Remote {
 	if r.Timeout == 0 {
 		r.Timeout = v.Duration("CONVCACHE_REMOTE_TIMEOUT_MS", 1, MaxRemoteTimeout.Milliseconds(), DefaultRemoteTimeout)
 	}
+	r.BuildTimeout = max(r.Timeout,
+		v.Duration("CONVCACHE_REMOTE_BUILD_TIMEOUT_MS", 1, MaxRemoteTimeout.Milliseconds(), DefaultRemoteBuildTimeout))
 	r.TTL = v.RemoteTTL()
 	if mode != cache.ModeOff {
 		r.MACKey, r.Enabled = v.MACKey()

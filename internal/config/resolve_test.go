@@ -36,24 +36,25 @@ func defaults() Config {
 // everyVariable sets every variable Resolve reads to a valid value, and
 // everyVariableConfig is what it resolves to.
 var everyVariable = map[string]string{
-	"HOME":                        home,
-	"CONVCACHE_PATH":              "/env/cache.ccdb",
-	"CONVCACHE_SCOPE":             "env-scope",
-	"CONVCACHE_MODE":              "ro",
-	"CONVCACHE_LOCK_TIMEOUT_MS":   "100",
-	"CONVCACHE_BUILD_TIMEOUT_MS":  "200",
-	"CONVCACHE_MAX_BYTES":         "1M",
-	"CONVCACHE_MAX_ENTRIES":       "100",
-	"CONVCACHE_COMPACT_JOURNAL":   "64K",
-	"CONVCACHE_TRUST_SHARED":      "1",
-	"CONVCACHE_SYSTEM_PATH":       "/env/system.ccdb",
-	"CONVCACHE_PROMOTE":           "yes",
-	"CONVCACHE_VERBOSE":           "2",
-	"CONVCACHE_LOG":               "/dev/stdout",
-	"CONVCACHE_REMOTE":            "redis://env/0",
-	"CONVCACHE_REMOTE_TIMEOUT_MS": "75",
-	"CONVCACHE_REMOTE_TTL":        "1h",
-	"CONVCACHE_REMOTE_KEY":        testKey,
+	"HOME":                              home,
+	"CONVCACHE_PATH":                    "/env/cache.ccdb",
+	"CONVCACHE_SCOPE":                   "env-scope",
+	"CONVCACHE_MODE":                    "ro",
+	"CONVCACHE_LOCK_TIMEOUT_MS":         "100",
+	"CONVCACHE_BUILD_TIMEOUT_MS":        "200",
+	"CONVCACHE_MAX_BYTES":               "1M",
+	"CONVCACHE_MAX_ENTRIES":             "100",
+	"CONVCACHE_COMPACT_JOURNAL":         "64K",
+	"CONVCACHE_TRUST_SHARED":            "1",
+	"CONVCACHE_SYSTEM_PATH":             "/env/system.ccdb",
+	"CONVCACHE_PROMOTE":                 "yes",
+	"CONVCACHE_VERBOSE":                 "2",
+	"CONVCACHE_LOG":                     "/dev/stdout",
+	"CONVCACHE_REMOTE":                  "redis://env/0",
+	"CONVCACHE_REMOTE_TIMEOUT_MS":       "75",
+	"CONVCACHE_REMOTE_BUILD_TIMEOUT_MS": "500",
+	"CONVCACHE_REMOTE_TTL":              "1h",
+	"CONVCACHE_REMOTE_KEY":              testKey,
 }
 
 func everyVariableConfig() Config {
@@ -67,7 +68,7 @@ func everyVariableConfig() Config {
 			Verbose: 2, Log: os.Stdout,
 		},
 		Remote: Remote{URL: "redis://env/0", Source: "CONVCACHE_REMOTE", Enabled: true,
-			Timeout: 75 * time.Millisecond, TTL: time.Hour, MACKey: []byte(testKey), ReadOnly: true},
+			Timeout: 75 * time.Millisecond, BuildTimeout: 500 * time.Millisecond, TTL: time.Hour, MACKey: []byte(testKey), ReadOnly: true},
 	}
 }
 
@@ -111,6 +112,7 @@ func TestResolve(t *testing.T) {
 			c.Cache.SystemPath, c.Cache.Log = caller.SystemPath, io.Discard
 			c.Remote.URL, c.Remote.Source = *caller.Remote, "convcache_options.remote"
 			c.Remote.Timeout, c.Remote.ReadOnly = caller.RemoteTimeout, false
+			c.Remote.BuildTimeout = caller.RemoteTimeout // never under the plain deadline
 		}},
 		{"the caller over the defaults", caller, map[string]string{"HOME": home}, func(c *Config) {
 			c.Path = caller.Path
@@ -118,7 +120,8 @@ func TestResolve(t *testing.T) {
 			c.Cache.LockTimeout, c.Cache.BuildTimeout = caller.LockTimeout, caller.BuildTimeout
 			c.Cache.MaxBytes, c.Cache.MaxEntries = caller.MaxBytes, caller.MaxEntries
 			c.Cache.SystemPath, c.Cache.Log = caller.SystemPath, io.Discard
-			c.Remote = Remote{URL: *caller.Remote, Source: "convcache_options.remote", Enabled: true, Timeout: caller.RemoteTimeout}
+			// The build deadline is never under the plain one.
+			c.Remote = Remote{URL: *caller.Remote, Source: "convcache_options.remote", Enabled: true, Timeout: caller.RemoteTimeout, BuildTimeout: caller.RemoteTimeout}
 		}},
 		{"the caller asks for no remote tier", Request{Remote: ptr("")}, everyVariable, func(c *Config) {
 			*c = everyVariableConfig()
@@ -136,7 +139,7 @@ func TestResolve(t *testing.T) {
 			c.Cache.MaxBytes, c.Cache.MaxEntries = caller.MaxBytes, caller.MaxEntries
 			c.Cache.SystemPath, c.Cache.Log = caller.SystemPath, io.Discard
 			// Off: no tier, no key read.
-			c.Remote = Remote{URL: *caller.Remote, Source: "convcache_options.remote", Timeout: caller.RemoteTimeout, TTL: time.Hour}
+			c.Remote = Remote{URL: *caller.Remote, Source: "convcache_options.remote", Timeout: caller.RemoteTimeout, BuildTimeout: caller.RemoteTimeout, TTL: time.Hour}
 		}},
 		{"CONVCACHE_DISABLE over CONVCACHE_MODE: no path resolved", Request{}, with(everyVariable, "CONVCACHE_DISABLE", "true"), func(c *Config) {
 			*c = everyVariableConfig()
@@ -175,7 +178,7 @@ func TestResolve(t *testing.T) {
 // Each nonsense value warns once, naming its variable, and counts as
 // unset.
 func TestResolveNonsense(t *testing.T) {
-	remote := Remote{URL: "redis://h/0", Source: "CONVCACHE_REMOTE", Enabled: true, Timeout: DefaultRemoteTimeout}
+	remote := Remote{URL: "redis://h/0", Source: "CONVCACHE_REMOTE", Enabled: true, Timeout: DefaultRemoteTimeout, BuildTimeout: DefaultRemoteBuildTimeout}
 	withRemote := func(c *Config) { c.Remote = remote }
 	keyless := func(c *Config) { c.Remote = remote; c.Remote.Enabled = false }
 	badLog := filepath.Join(t.TempDir(), "no such directory", "x.log")

@@ -12,7 +12,11 @@ block in C, C++ or shell:
                      CONVCACHE_*, LD_PRELOAD, PKG_CONFIG_PATH or TORCH_*
                      variables, and convcache installed as a reader has it
                      after "make install" into a temporary prefix: its bin/
-                     first on PATH (then build/), its pkg-config file found.
+                     first on PATH (then build/), its pkg-config file found;
+                     a block that needs the wheel runs as a wheel user has
+                     it instead: the wheel (--wheel) pip-installed into a
+                     fresh venv, whose bin/ alone is added to PATH, with no
+                     PKG_CONFIG_PATH.
 
 Shell blocks of a document run in order in one directory, so a later block
 can build a file an earlier one wrote (a C or C++ block runs in a directory
@@ -26,18 +30,22 @@ HTML comment on the lines just above the fence, change what is done:
                                       network and root never are here;
                                       torch (python3 imports it),
                                       convcache-config (`convcache config
-                                      --cflags` works)
+                                      --cflags` works), wheel (--wheel
+                                      names a wheel: the block runs
+                                      against it, as above)
   <!-- docs-test: compile-only WHY -->  C/C++: built, not run
   <!-- docs-test: file NAME -->       also written to NAME in the directory
   <!-- docs-test: expect TEXT -->     the output must contain TEXT
 
 It also checks what a front page promises: README.md at most 400 lines,
-`pip install` and `convcache run` in its first 120; no document names a
-work item ("issue 12"); every relative link leads to a file, and every
-#anchor to a heading, that exists.
+`pip install` and `convcache run` in its first 120, and an `apt-get
+install` line naming every package that make test's prerequisite check
+(tests/infra/prereqs.sh, its build, cxx and test sets) can ask for; no
+document names a work item ("issue 12"); every relative link leads to a
+file, and every #anchor to a heading, that exists.
 
-usage: check_docs.py [--make MAKE] [FILE.md...]   (from the source tree;
-       make docs-test runs it). Exit 0 when every check passed.
+usage: check_docs.py [--make MAKE] [--wheel WHEEL] [FILE.md...]   (from the
+       source tree; make docs-test runs it). Exit 0 when every check passed.
 """
 import argparse
 import glob
@@ -50,7 +58,7 @@ import tempfile
 
 C_LANGS = {"c": "c", "cpp": "c++", "c++": "c++", "cxx": "c++"}
 SHELL_LANGS = {"sh", "bash", "shell"}
-NEEDS = ("gpu", "network", "root", "torch", "convcache-config")
+NEEDS = ("gpu", "network", "root", "torch", "convcache-config", "wheel")
 DIRECTIVES = ("fragment", "skip", "needs", "compile-only", "file", "expect")
 DIRECTIVE_RE = re.compile(r"^\s*<!--\s*docs-test:\s*(\S+)\s*(.*?)\s*-->\s*$")
 FENCE_RE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([^\s`]*)")
@@ -131,6 +139,27 @@ def anchors(doc):
     return out
 
 
+def prereq_packages():
+    """The packages tests/infra/prereqs.sh can ask for in make test's sets
+    (build, cxx, test): the last word of its `tool` lines, the first of its
+    `need` calls."""
+    sets, pkgs, arm = ("build", "cxx", "test"), [], None
+    for line in open("tests/infra/prereqs.sh", encoding="utf-8"):
+        s = line.strip()
+        m = re.match(r"^([a-z0-9-]+)\)$", s)
+        if m:
+            arm = m.group(1)
+            continue
+        if s == ";;":
+            arm = None
+        if arm not in sets:
+            continue
+        m = re.match(r'^tool\s+\S+\s+([a-z0-9.+-]+)', s) or re.search(r'\bneed\s+([a-z0-9.+-]+)\s', s)
+        if m and m.group(1) not in pkgs:
+            pkgs.append(m.group(1))
+    return pkgs
+
+
 def check_text(docs, problems):
     """The front page's limits, work-item numbers, and relative links."""
     if "README.md" in docs:
@@ -143,6 +172,11 @@ def check_text(docs, problems):
         for want in ("pip install", "convcache run"):
             if want not in first:
                 problems.append("README.md: %r is not in its first %d lines" % (want, README_FIRST))
+        apt = [l for l in lines if "apt-get install" in l]
+        missing = [p for p in prereq_packages() if not any(re.search(r"(^|\s)%s(\s|$)" % re.escape(p), l) for l in apt)]
+        if missing:
+            problems.append("README.md: no apt-get install line names %s, which make test needs (tests/infra/prereqs.sh)"
+                            % ", ".join(missing))
     for doc in docs:
         text = open(doc, encoding="utf-8").read()
         for n, line in enumerate(text.split("\n"), 1):
@@ -161,23 +195,46 @@ def check_text(docs, problems):
 
 
 class Runner:
-    def __init__(self, root, make, work):
-        self.root, self.make, self.work = root, make, work
+    def __init__(self, root, make, work, wheel):
+        self.root, self.make, self.work, self.wheel = root, make, work, wheel
         self.build = os.path.join(root, "build")
         self.prefix = None
+        self.venv = None
         self.met = {}
 
-    def env(self, home, tmp):
+    def env(self, home, tmp, wheel=False):
         env = {k: v for k, v in os.environ.items()
-               if not (k.startswith(("CONVCACHE_", "TORCH_", "XDG_"))
+               if not (k.startswith(("CONVCACHE_", "TORCH_", "XDG_", "VIRTUAL_ENV", "PYTHON"))
                        or k in ("LD_PRELOAD", "LD_LIBRARY_PATH", "PKG_CONFIG_PATH", "CDPATH", "BASH_ENV", "ENV"))}
         env.update(HOME=home, TMPDIR=tmp)
-        path = [self.build]
-        if self.prefix:
-            path.insert(0, os.path.join(self.prefix, "bin"))
-            env["PKG_CONFIG_PATH"] = os.path.join(self.prefix, "lib", "pkgconfig")
+        if wheel:  # a wheel user: the venv's bin/, no build/, no prefix
+            path = [os.path.join(self.venv, "bin")]
+        else:
+            path = [self.build]
+            if self.prefix:
+                path.insert(0, os.path.join(self.prefix, "bin"))
+                env["PKG_CONFIG_PATH"] = os.path.join(self.prefix, "lib", "pkgconfig")
         env["PATH"] = os.pathsep.join(path + [env.get("PATH", "/usr/bin:/bin")])
         return env
+
+    def install_wheel(self):
+        """pip install of the wheel into a fresh venv, once, for the blocks
+        that need it (no network: --no-index, and no dependencies)."""
+        if self.venv:
+            return None
+        if not self.wheel or not os.path.isfile(self.wheel):
+            return "--wheel %s: no such wheel (make docs-test builds it)" % self.wheel
+        venv = os.path.join(self.work, "wheel-venv")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "VIRTUAL_ENV", "PYTHON"))}
+        env.update(PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_ROOT_USER_ACTION="ignore", PIP_NO_INDEX="1")
+        for cmd in (["python3", "-m", "venv", venv],
+                    [os.path.join(venv, "bin", "python"), "-m", "pip", "install", "--quiet", "--no-index",
+                     "--no-deps", self.wheel]):
+            r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+            if r.returncode != 0:
+                return "%s failed:\n%s%s" % (" ".join(cmd), r.stdout, r.stderr)
+        self.venv = venv
+        return None
 
     def install(self):
         """make install into a temporary prefix, once, for the shell blocks."""
@@ -196,6 +253,8 @@ class Runner:
         if need in ("gpu", "network", "root"):
             return {"gpu": "needs a GPU", "network": "needs the network",
                     "root": "needs root"}[need]
+        if need == "wheel":
+            return None if self.wheel else "needs the wheel (--wheel; make docs-test gives it)"
         if need not in self.met:
             if need == "torch":
                 cmd = ["python3", "-c", "import torch"]
@@ -228,13 +287,14 @@ class Runner:
         for name in b.get("file"):
             with open(os.path.join(docdir, name), "w") as f:
                 f.write(b.text)
+        wheel = any(arg.split(" ")[0] == "wheel" for arg in b.get("needs"))
         if b.lang in C_LANGS:
             status, detail, out = self.run_c(b, docdir, home, tmp)
         else:
-            err = self.install()
+            err = self.install_wheel() if wheel else self.install()
             if err:
                 return "FAILED", err
-            status, detail, out = self.run_shell(b, docdir, home, tmp)
+            status, detail, out = self.run_shell(b, docdir, home, tmp, wheel)
         if status == "ok":
             for want in b.get("expect"):
                 if want not in out:
@@ -263,15 +323,16 @@ class Runner:
             return "ok", "built, not run: " + b.get("compile-only")[0], ""
         return self.execute([exe], docdir, home, tmp, "built and ran")
 
-    def run_shell(self, b, docdir, home, tmp):
+    def run_shell(self, b, docdir, home, tmp, wheel=False):
         script = os.path.join(docdir, "block%d.sh" % b.line)
         with open(script, "w") as f:
             f.write(b.text)
-        return self.execute(["bash", "-e", "-o", "pipefail", script], docdir, home, tmp, "ran")
+        return self.execute(["bash", "-e", "-o", "pipefail", script], docdir, home, tmp,
+                            "ran against the wheel" if wheel else "ran", wheel)
 
-    def execute(self, cmd, cwd, home, tmp, done):
+    def execute(self, cmd, cwd, home, tmp, done, wheel=False):
         try:
-            r = subprocess.run(cmd, cwd=cwd, env=self.env(home, tmp), capture_output=True,
+            r = subprocess.run(cmd, cwd=cwd, env=self.env(home, tmp, wheel), capture_output=True,
                                text=True, timeout=120, stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired as e:
             out = e.stdout or ""
@@ -285,6 +346,7 @@ class Runner:
 def main():
     ap = argparse.ArgumentParser(description="Build and run the code blocks of the docs.")
     ap.add_argument("--make", default="make", help="the make command (make docs-test passes $(MAKE))")
+    ap.add_argument("--wheel", default="", help="the wheel the blocks for wheel users run against")
     ap.add_argument("docs", nargs="*", help="Markdown files (default: README.md docs/*.md)")
     args = ap.parse_args()
     root = os.getcwd()
@@ -298,7 +360,7 @@ def main():
     counts = {"ok": 0, "skipped": 0, "FAILED": 0}
     other = {}
     try:
-        runner = Runner(root, args.make.split(), work)
+        runner = Runner(root, args.make.split(), work, args.wheel)
         for n, doc in enumerate(docs):
             docdir = os.path.join(work, "doc%d" % n)
             home, tmp = os.path.join(docdir, "home"), os.path.join(docdir, "tmp")

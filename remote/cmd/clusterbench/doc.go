@@ -14,5 +14,12 @@
 // Each scenario runs with the server on loopback and behind a proxy that
 // adds a round-trip delay (-rtt), as a data-centre network would.
 //
-// Usage: clusterbench [-shapes 200] [-bench-ms 20] [-rtt 1ms] [-mac=true] [-url redis://...]
+// With -v8 BUILD, two nodes of PyTorch's default-path sequence (the real
+// cudnn_frontend on the stand-in cuDNN: BUILD/tests/v8fe/torch_like under
+// BUILD/convcache run, each node its own file) start together, on Redis
+// reached directly, behind a proxy that delivers every reply 200 ms late,
+// and with Redis down; the table says how many graphs both benchmarked and
+// the longest lookup.
+//
+// Usage: clusterbench [-shapes 200] [-bench-ms 20] [-rtt 1ms] [-mac=true] [-url redis://...] [-v8 BUILD]
 package main

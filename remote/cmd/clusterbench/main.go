@@ -138,7 +138,13 @@ func run() error {
 	}
 
 	fmt.Println()
-	return localHits(filepath.Join(dir, "hits"), "redis://"+addr+"/0", admin)
+	if err := localHits(filepath.Join(dir, "hits"), "redis://"+addr+"/0", admin); err != nil {
+		return err
+	}
+	if *v8Build != "" {
+		return twoNodesV8(filepath.Join(dir, "v8"), addr, admin)
+	}
+	return nil
 }
 
 type nodeResult struct {
