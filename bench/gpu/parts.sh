@@ -10,9 +10,9 @@
 # (the results file), MAKE, PYTHON, CUDNN_LIBRARY (libcudnn.so.9; default:
 # PyTorch's nvidia-cudnn wheel); KIT_WARM_ENV (VAR=VALUE words for
 # warm-default's warm run on the stand-ins only: kit_test.sh breaks it);
-# KIT_WARM_FRESH (1: the warm runs of enable-default and v8-dlopen get a
-# fresh cache file, so that they benchmark again: kit_test.sh makes them
-# fail with it). On the stand-ins the PyTorch parts run
+# KIT_WARM_FRESH (part names, of enable-default, v8-dlopen and
+# onnxruntime: their warm runs get a fresh cache file, so that they
+# benchmark again; kit_test.sh makes them fail with it). On the stand-ins the PyTorch parts run
 # their closest stand-in equivalent where there is one (the default path:
 # tests/v8fe/torch_like, PyTorch's sequence on the real cudnn_frontend;
 # 4 processes: tests/preload/v8_prog; under convcache.enable(): the same
@@ -132,9 +132,12 @@ reuse() {
 }
 
 # warm_file NAME: the cache file of a part's warm run: DIR/NAME, the cold
-# run's, or a fresh one under KIT_WARM_FRESH=1 (kit_test.sh).
+# run's, or a fresh one when KIT_WARM_FRESH names this part (kit_test.sh).
 warm_file() {
-    if [ "${KIT_WARM_FRESH:-0}" = 1 ]; then echo "$dir/fresh-$1"; else echo "$dir/$1"; fi
+    case " ${KIT_WARM_FRESH:-} " in
+    *" $name "*) echo "$dir/fresh-$1" ;;
+    *) echo "$dir/$1" ;;
+    esac
 }
 
 # v7_find_bin: bench/gpu/v7_find, compiled here when there is a compiler
