@@ -44,7 +44,9 @@ def build(path):
 
     rng = np.random.default_rng(29)
     nodes, inits, x = [], [], "x"
+    side = INPUT[2]
     for i, (cin, cout, k, s) in enumerate(CONVS):
+        side = (side + 2 * (k // 2) - k) // s + 1
         w = (rng.standard_normal((cout, cin, k, k)) / np.sqrt(cin * k * k)).astype(np.float32)
         inits.append(numpy_helper.from_array(w, "w%d" % i))
         nodes.append(helper.make_node("Conv", [x, "w%d" % i], ["c%d" % i], kernel_shape=[k, k], strides=[s, s],
@@ -53,7 +55,8 @@ def build(path):
         nodes.append(helper.make_node("Relu", ["c%d" % i], [x]))
     graph = helper.make_graph(nodes, "convcache_ort_conv",
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(INPUT))],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [INPUT[0], CONVS[-1][1], side, side])],
+                              inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = min(model.ir_version, 9)
     onnx.checker.check_model(model)

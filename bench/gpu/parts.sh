@@ -288,13 +288,18 @@ onnxruntime)
     # ONNX Runtime's CUDA provider (a dlopen client) with
     # cudnn_conv_algo_search EXHAUSTIVE, twice under convcache run on a
     # fresh file: run 2 served (bench/gpu/ort_conv.py builds the model).
+    # onnxruntime from this python, else the one make ort put in build/.
+    if ! "$PYTHON" -c 'import onnxruntime' > /dev/null 2>&1 && [ -d "$build/ort/site/onnxruntime" ]; then
+        export PYTHONPATH="$build/ort/site${PYTHONPATH:+:$PYTHONPATH}"
+    fi
     "$PYTHON" -c 'import onnxruntime as o, sys; p = o.get_available_providers(); "CUDAExecutionProvider" in p or sys.exit("onnxruntime %s has no CUDA provider (%s)" % (o.__version__, ", ".join(p)))' \
         > "$dir/probe.txt" 2>&1 || skip "onnxruntime-gpu not on this machine ($(tail -1 "$dir/probe.txt" | cut -c1-160))"
     [ "$standin" = 1 ] && skip "stand-in run: ONNX Runtime's CUDA provider needs a GPU"
     "$PYTHON" -c 'import onnx' > /dev/null 2>&1 || skip "the onnx package (to build the model) is not on this machine"
     run cold $LOG CONVCACHE_PATH="$dir/o.ccdb" --cc -- "$PYTHON" "$here/ort_conv.py" "$dir/model.onnx"
     rc=$?
-    [ "$rc" = 77 ] && skip "$(sed -n 's/^skip: //p' "$dir/cold.txt")"
+    [ "$rc" = 77 ] && skip "$(sed -n 's/^skip: //p' "$dir/cold.txt")$(grep -o 'with error: [^[]*' "$dir/cold.err" |
+                                                                     head -1 | cut -c1-160 | sed 's/^/: /')"
     [ "$rc" = 0 ] || exit 1
     run warm $LOG CONVCACHE_PATH="$(warm_file o.ccdb)" --cc -- "$PYTHON" "$here/ort_conv.py" "$dir/model.onnx" || exit 1
     judge onnxruntime "$dir"
