@@ -223,12 +223,12 @@ enable-default)
     if [ "$standin" = 1 ]; then
         lib=$build/tests/v8fe/libtorch_like.so
         [ -e "$lib" ] || { echo "$lib is missing: make gpu-kit"; exit 1; }
-        prog="--lib $lib --iterations 1"
+        prog="--lib $lib --iterations 1" cold=""
     else
         need_torch "ResNet-50 on the default path under convcache.enable()"
-        prog="$step $RESNET"
+        prog="$step $RESNET" cold="--steady 0"  # the cold run's steady state is not judged
     fi
-    run cold -- $en --path "$dir/e.ccdb" -- $prog || exit 1
+    run cold -- $en --path "$dir/e.ccdb" -- $prog $cold || exit 1
     run warm -- $en --path "$(warm_file e.ccdb)" -- $prog || exit 1
     f=$dir/../resnet/floor.txt
     [ "$standin" != 1 ] && [ -s "$f" ] && cp "$f" "$dir/floor.txt"
