@@ -117,7 +117,8 @@ def part_v8_dlopen(d):
         "same" if not any("another algorithm" in f for f in fails) else "other")
     out = ["### dlopen clients under convcache run", "",
            "v7_find --handle (cuDNN with dlopen RTLD_LOCAL, the find functions with dlsym on its handle), "
-           "twice on a fresh file: run 1 %s; %s." % (r1[1], v7)]
+           "twice on a fresh file: run 1 %s; %s." % (
+               "%(calls)d finds, %(hits)d hits, %(misses)d misses" % r1[1] if r1[1] else "no interposer counters", v7)]
     figures = v7
     if os.path.exists(p(d, "warm.err")):  # the stand-ins: cudnn_frontend with dynamic loading
         more, f2, fig2 = default_path(d, "cold", "warm", "cudnn_frontend with dynamic loading (torch_like_dl): "
