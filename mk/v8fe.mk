@@ -53,6 +53,25 @@ $(V8FE_DIR)/torch_like.o: tests/v8fe/torch_like.cpp tests/v8fe/torch_conv.hpp te
 $(V8FE_PROG): $(V8FE_DIR)/torch_like.o $(V8FE_DIR)/torch_conv.o $(STANDINS) $(STANDIN_CUDART)
 	$(CXX) $(CXXFLAGS) -o $@ $(V8FE_DIR)/torch_like.o $(V8FE_DIR)/torch_conv.o $(V8FE_LINK)
 
+# torch_like as a library (torch_like_main), linked to the stand-in cuDNN
+# as libtorch_cuda.so is to cuDNN, for make gpu-check's enable-default part
+# on the stand-ins (bench/gpu/enable_run.py loads it after
+# convcache.enable()); its objects again, with -fPIC.
+V8FE_LIB := $(V8FE_DIR)/libtorch_like.so
+
+$(V8FE_DIR)/torch_conv_pic.o: tests/v8fe/torch_conv.cpp tests/v8fe/torch_conv.hpp tests/v8fe/conv_shapes.hpp \
+  examples/pytorch/conv_v8_frontend.hpp include/convcache_engine.h $(NVIDIA_FE_STAMP) $(NVIDIA_STAMP)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS) $(V8FE_FLAGS) -fPIC -Iinclude -Iexamples/pytorch -c -o $@ $<
+
+$(V8FE_DIR)/torch_like_lib.o: bench/gpu/torch_like_lib.cpp tests/v8fe/torch_like.cpp tests/v8fe/torch_conv.hpp \
+  tests/v8fe/conv_shapes.hpp $(NVIDIA_STAMP)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS) $(V8FE_FLAGS) -fPIC -Itests/v8fe -c -o $@ $<
+
+$(V8FE_LIB): $(V8FE_DIR)/torch_like_lib.o $(V8FE_DIR)/torch_conv_pic.o $(STANDINS) $(STANDIN_CUDART)
+	$(CXX) $(CXXFLAGS) -shared -fPIC -o $@ $(V8FE_DIR)/torch_like_lib.o $(V8FE_DIR)/torch_conv_pic.o $(V8FE_LINK)
+
 # examples/pytorch/conv_v8.cpp's plan_from_choice on cudnn_frontend: the
 # lines its patch adds to Conv_v8.cpp, compiled (not run) against the real
 # headers.

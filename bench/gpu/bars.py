@@ -114,6 +114,17 @@ def bar_warm_logged(cold, warm):
     return [] if got >= want else ["the warm run logged %d graphs of the %d the cold run benchmarked" % (got, want)]
 
 
+def bar_warm_served(cold, warm):
+    """The warm run benchmarks none of the graphs the cold run benchmarked
+    (stored) again as new: a warm run on a file the cold run did not fill
+    (or that lost its choices) re-benchmarks them, and the bars above,
+    which look at served graphs only, would not see it."""
+    stored = {g["key"] for g in cold if g["kind"] in ("new", "stood aside")}
+    again = {g["key"] for g in warm if g["kind"] == "new" and g["key"] in stored}
+    return ["%d graphs the cold run benchmarked were benchmarked again (new) in the warm run" % len(again)] \
+        if again else []
+
+
 def bar_first_vs_floor(warm_first, floor_first, most=1.25):
     """Warm first steps at most 1.25x the benchmark-off floor's."""
     if warm_first is None or floor_first is None or floor_first <= 0:
@@ -166,6 +177,25 @@ def bar_untouched(info):
         out.append("%d graphs counted as stood aside" % v8["aside"])
     if v8.get("stored"):
         out.append("%d choices stored" % v8["stored"])
+    return out
+
+
+def bar_v7_warm(run1, run2):
+    """v7 find twice on one file (v7_find's output, bench/gpu/report.py's
+    read_find): run 1 went through the interposer, run 2 reached cuDNN's
+    find 0 times (every find a hit, none passed through) with the same
+    algorithm for every problem."""
+    (f1, s1, _), (f2, s2, _) = run1, run2
+    out = []
+    if not s1 or s1["calls"] == 0:
+        out.append("run 1: no find went through the interposer (stats %s)" % s1)
+    if not s2 or s2["calls"] != len(f2) or s2["hits"] != s2["calls"] or s2["misses"] or s2["passthrough"]:
+        out.append("run 2: %s of %d finds reached the interposer, %s hits, %s misses, %s passed through" % (
+            s2["calls"] if s2 else 0, len(f2), s2["hits"] if s2 else "-", s2["misses"] if s2 else "-",
+            s2["passthrough"] if s2 else "-"))
+    differ = [k for k in f1 if k not in f2 or f2[k][1] != f1[k][1]] + [k for k in f2 if k not in f1]
+    if differ:
+        out.append("run 2 chose another algorithm than run 1 (or met other problems) for %d" % len(differ))
     return out
 
 

@@ -1,7 +1,9 @@
 #!/bin/sh
 # A stand-in for a python with PyTorch and CUDA, for rehearsing the GPU
 # branches of bench/gpu/parts.sh on a machine without either (kit_test.sh):
-# it answers torch_step.py and sdpa_check.py with made-up figures in their
+# it answers torch_step.py (also when enable_run.py starts it: its --path
+# and --verbose become the environment enable() sets), sdpa_check.py and
+# ort_conv.py with made-up figures in their
 # formats, and the interposer's lines a run under convcache would log (the
 # first process to claim the cache file "benchmarks", the rest are served);
 # anything else (judge.py) goes to python3. FAKE_FIRST_MS: a warm run's
@@ -35,6 +37,28 @@ case "$1" in
         echo "convcache-preload: v8 $k refused 0 key 01" >&2
     fi
     [ -n "${CONVCACHE_VERBOSE:-}" ] && echo "convcache-preload: summary: finds 3, hits $((3 * warm)), misses $((3 - 3 * warm)), passthrough 0" >&2
+    exit 0
+    ;;
+*/enable_run.py)
+    shift
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do
+        case $1 in
+        --path) export CONVCACHE_PATH="$2"; shift ;;
+        --preload) shift ;;
+        --verbose) export CONVCACHE_PRELOAD_LOG=1 CONVCACHE_VERBOSE=1 ;;
+        esac
+        shift
+    done
+    shift
+    exec "$0" "$@"
+    ;;
+*/ort_conv.py)
+    f=${CONVCACHE_PATH:-}
+    warm=0
+    [ -n "$f" ] && ! mkdir "$f.fake" 2>/dev/null && warm=1
+    printf 'ort 1.31.1 providers CUDAExecutionProvider,CPUExecutionProvider\nfirst_ms %s\nsecond_ms 2.0\ndigest 89ab\n' \
+        "$([ "$warm" = 1 ] && echo 40.0 || echo 900.0)"
+    [ -n "${CONVCACHE_VERBOSE:-}" ] && echo "convcache-preload: summary: finds 6, hits $((6 * warm)), misses $((6 - 6 * warm)), passthrough 0" >&2
     exit 0
     ;;
 */sdpa_check.py) echo "sdpa 0123abcd 4567ef 4x8x512x64" ;;

@@ -63,8 +63,8 @@ def torch_rows(d, names):
 def default_path(d, cold_name, warm_name, title):
     cold = bars.read_interposer(p(d, cold_name + ".err"))
     warm = bars.read_interposer(p(d, warm_name + ".err"))
-    fails = (bars.bar_warm_logged(cold["graphs"], warm["graphs"]) + bars.bar_served_one_plan(warm["graphs"]) +
-             bars.bar_aside_expected(warm["graphs"]))
+    fails = (bars.bar_warm_logged(cold["graphs"], warm["graphs"]) + bars.bar_warm_served(cold["graphs"], warm["graphs"]) +
+             bars.bar_served_one_plan(warm["graphs"]) + bars.bar_aside_expected(warm["graphs"]))
     out = ["### %s" % title, "", "| run | graphs | time in the interposer, by phase (ms) |", "|---|---|---|"]
     for label, i in (("cold", cold), ("warm", warm)):
         out.append("| %s | %s | %s |" % (label, graphs_line(i), bars.fmt_time(i["time"])))
@@ -75,6 +75,84 @@ def default_path(d, cold_name, warm_name, title):
 
 def part_warm_default(d):
     return default_path(d, "cold", "warm", "The default path under convcache run: cold, then warm")
+
+
+def part_enable_default(d):
+    out, fails, figures = default_path(d, "cold", "warm", "The default path under convcache.enable(): cold, then warm")
+    if os.path.exists(p(d, "floor.txt")):  # resnet's, when this kit ran it (on a GPU)
+        warm_first = bars.read_torch(p(d, "warm.txt"))["first_ms"]
+        floor_first = bars.read_torch(p(d, "floor.txt"))["first_ms"]
+        fails += bars.bar_first_vs_floor(warm_first, floor_first)
+        if warm_first and floor_first:
+            figures += "; first steps: floor %.0f ms (resnet's), warm %.0f ms (%.2fx)" % (
+                floor_first, warm_first, warm_first / floor_first)
+        out += ["", "Warm first steps against the benchmark-off floor of the resnet part: %s ms against %s ms." % (
+            warm_first, floor_first)]
+    else:
+        figures += "; no benchmark-off floor in this kit run"
+    return out, fails, figures
+
+
+def read_find(path):
+    """v7_find's output: {(phase, size, shape): (ms, algo, hit)}, stats, lookup."""
+    finds, stats, lookup = {}, None, None
+    with open(path) as f:
+        for line in f:
+            w = line.split()
+            if w[:1] == ["find"] and len(w) == 7:
+                finds[(w[1], int(w[2]), int(w[3]))] = (float(w[4]), int(w[5]), w[6])
+            elif w[:1] == ["stats"] and len(w) == 5:
+                stats = dict(zip(("calls", "hits", "misses", "passthrough"), map(int, w[1:])))
+            elif w[:1] == ["lookup"] and len(w) == 3:
+                lookup = w[1] + " " + w[2]
+    return finds, stats, lookup
+
+
+def part_v8_dlopen(d):
+    r1, r2 = read_find(p(d, "h1.txt")), read_find(p(d, "h2.txt"))
+    fails = bars.bar_v7_warm(r1, r2)
+    s2 = r2[1] or {"calls": 0, "hits": 0, "misses": 0}
+    v7 = "v7_find --handle: run 2 %d of %d finds hits, %d misses (find taken by %s), %s algorithms" % (
+        s2["hits"], len(r2[0]), s2["misses"], r2[2] or "?",
+        "same" if not any("another algorithm" in f for f in fails) else "other")
+    out = ["### dlopen clients under convcache run", "",
+           "v7_find --handle (cuDNN with dlopen RTLD_LOCAL, the find functions with dlsym on its handle), "
+           "twice on a fresh file: run 1 %s; %s." % (
+               "%(calls)d finds, %(hits)d hits, %(misses)d misses" % r1[1] if r1[1] else "no interposer counters", v7)]
+    figures = v7
+    if os.path.exists(p(d, "warm.err")):  # the stand-ins: cudnn_frontend with dynamic loading
+        more, f2, fig2 = default_path(d, "cold", "warm", "cudnn_frontend with dynamic loading (torch_like_dl): "
+                                                         "cold, then warm")
+        out += [""] + more
+        fails += f2
+        figures += "; torch_like_dl " + fig2
+    return out, fails, figures
+
+
+def part_onnxruntime(d):
+    def read(name):
+        r = {}
+        for line in open(p(d, name + ".txt")):
+            w = line.split()
+            if len(w) >= 2 and w[0] in ("ort", "first_ms", "second_ms", "digest"):
+                r[w[0]] = " ".join(w[1:])
+        return r
+    cold, warm = read("cold"), read("warm")
+    ci, wi = bars.read_interposer(p(d, "cold.err")), bars.read_interposer(p(d, "warm.err"))
+    fails = bars.bar_identical(cold.get("digest"), warm.get("digest"), "ONNX Runtime outputs (run 1, run 2)")
+    v7c, v7w = ci["v7"] or {"finds": 0, "hits": 0, "misses": 0}, wi["v7"] or {"finds": 0, "hits": 0, "misses": 0}
+    if v7c["finds"] == 0 and not ci["graphs"]:
+        fails.append("run 1: no find and no graph reached the interposer: was ONNX Runtime served?")
+    if v7c["finds"]:
+        fails += bars.bar_all_hits(wi["v7"])
+    if ci["graphs"] or wi["graphs"]:
+        fails += (bars.bar_warm_logged(ci["graphs"], wi["graphs"]) + bars.bar_warm_served(ci["graphs"], wi["graphs"]) +
+                  bars.bar_served_one_plan(wi["graphs"]) + bars.bar_aside_expected(wi["graphs"]))
+    figures = "%s; run 2: %d finds, %d hits, %d misses; v8 %s; first run %s ms (run 1 %s ms); outputs %s" % (
+        warm.get("ort", "?"), v7w["finds"], v7w["hits"], v7w["misses"], graphs_line(wi), warm.get("first_ms", "?"),
+        cold.get("first_ms", "?"), "equal" if cold.get("digest") and cold.get("digest") == warm.get("digest")
+        else "differ")
+    return ["### ONNX Runtime's CUDA provider, EXHAUSTIVE, twice under convcache run", "", figures + "."], fails, figures
 
 
 def part_deterministic(d):
@@ -178,7 +256,8 @@ def part_v8_check(d):
 
 PARTS = {"warm-default": part_warm_default, "deterministic": part_deterministic, "procs4": part_procs4,
          "resnet": part_resnet, "multiscale": part_multiscale, "sdpa": part_sdpa, "torch-v7": part_torch_v7,
-         "v8-check": part_v8_check}
+         "v8-check": part_v8_check, "enable-default": part_enable_default, "v8-dlopen": part_v8_dlopen,
+         "onnxruntime": part_onnxruntime}
 
 
 def main():

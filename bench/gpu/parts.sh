@@ -9,13 +9,19 @@
 # KIT_STANDIN (1: the CPU stand-ins of tests/preload, no GPU), KIT_RESULTS
 # (the results file), MAKE, PYTHON, CUDNN_LIBRARY (libcudnn.so.9; default:
 # PyTorch's nvidia-cudnn wheel); KIT_WARM_ENV (VAR=VALUE words for
-# warm-default's warm run on the stand-ins only: kit_test.sh breaks it). On the stand-ins the PyTorch parts run
+# warm-default's warm run on the stand-ins only: kit_test.sh breaks it);
+# KIT_WARM_FRESH (part names, of enable-default, v8-dlopen and
+# onnxruntime: their warm runs get a fresh cache file, so that they
+# benchmark again; kit_test.sh makes them fail with it). On the stand-ins the PyTorch parts run
 # their closest stand-in equivalent where there is one (the default path:
 # tests/v8fe/torch_like, PyTorch's sequence on the real cudnn_frontend;
-# 4 processes: tests/preload/v8_prog), else SKIP and say why.
+# 4 processes: tests/preload/v8_prog; under convcache.enable(): the same
+# sequence as a library, build/tests/v8fe/libtorch_like.so, loaded by
+# Python after enable()), else SKIP and say why.
 #
 # Parts: v7-find v8-check warm-default procs4 deterministic resnet
-#        multiscale bf16-cl sdpa torch-v7
+#        enable-default multiscale bf16-cl sdpa torch-v7 v8-dlopen
+#        onnxruntime
 set -u
 name=$1
 dir=$(mkdir -p "$2" && cd "$2" && pwd)
@@ -125,6 +131,25 @@ reuse() {
         echo "$2: warm-default's cold run and cache file"
 }
 
+# warm_file NAME: the cache file of a part's warm run: DIR/NAME, the cold
+# run's, or a fresh one when KIT_WARM_FRESH names this part (kit_test.sh).
+warm_file() {
+    case " ${KIT_WARM_FRESH:-} " in
+    *" $name "*) echo "$dir/fresh-$1" ;;
+    *) echo "$dir/$1" ;;
+    esac
+}
+
+# v7_find_bin: bench/gpu/v7_find, compiled here when there is a compiler
+# (as run.sh does), else the one the v7-find part or make gpu-kit left.
+v7_find_bin() {
+    mkdir -p "$build/gpu"
+    if command -v "${CC:-cc}" >/dev/null 2>&1; then
+        "${CC:-cc}" -O2 -Wall -Wextra -o "$build/gpu/v7_find" "$here/v7_find.c" -ldl || return 1
+    fi
+    [ -x "$build/gpu/v7_find" ] || { echo "no C compiler and no prebuilt $build/gpu/v7_find"; return 1; }
+}
+
 case $name in
 v7-find)
     # cuDNN's v7 find API: v7_find twice on a fresh file, two copies at a barrier.
@@ -189,6 +214,26 @@ resnet)
     done
     judge resnet "$dir"
     ;;
+enable-default)
+    # PyTorch's default path served by convcache.enable() in the process
+    # (bench/gpu/enable_run.py), not by convcache run: cold, then warm, on a
+    # fresh file; judged as warm-default, and against resnet's floor when
+    # this kit ran it.
+    en="$PYTHON $here/enable_run.py --preload $build/libconvcache_preload.so --verbose"
+    if [ "$standin" = 1 ]; then
+        lib=$build/tests/v8fe/libtorch_like.so
+        [ -e "$lib" ] || { echo "$lib is missing: make gpu-kit"; exit 1; }
+        prog="--lib $lib --iterations 1" cold=""
+    else
+        need_torch "ResNet-50 on the default path under convcache.enable()"
+        prog="$step $RESNET" cold="--steady 0"  # the cold run's steady state is not judged
+    fi
+    run cold -- $en --path "$dir/e.ccdb" -- $prog $cold || exit 1
+    run warm -- $en --path "$(warm_file e.ccdb)" -- $prog || exit 1
+    f=$dir/../resnet/floor.txt
+    [ "$standin" != 1 ] && [ -s "$f" ] && cp "$f" "$dir/floor.txt"
+    judge enable-default "$dir"
+    ;;
 multiscale)
     # 12 sizes, a new one every step, two epochs: without convcache, cold, warm.
     need_torch "multi-scale training"
@@ -219,6 +264,45 @@ torch-v7)
     run cold CONVCACHE_VERBOSE=1 CONVCACHE_PATH="$dir/v.ccdb" --cc --torch-v7 -- "$PYTHON" "$step" $RESNET --steady 0 || exit 1
     run warm CONVCACHE_VERBOSE=1 CONVCACHE_PATH="$dir/v.ccdb" --cc --torch-v7 -- "$PYTHON" "$step" $RESNET || exit 1
     judge torch-v7 "$dir"
+    ;;
+v8-dlopen)
+    # Clients that open cuDNN with dlopen and take its functions with dlsym
+    # on its handle (the interposer's dlsym), under convcache run:
+    # bench/gpu/v7_find --handle twice on a fresh file (run 2: every find a
+    # hit, the same algorithms); on the stand-ins also the real
+    # cudnn_frontend with dynamic loading (tests/v8fe/torch_like_dl), cold
+    # then warm, judged as warm-default.
+    v7_find_bin || exit 1
+    [ "$standin" = 1 ] && export STANDIN_FIND_MS=2
+    h="$build/gpu/v7_find --handle --cudnn $CONVCACHE_CUDNN_LIBRARY"
+    run h1 $LOG CONVCACHE_PATH="$dir/h.ccdb" --cc -- $h || exit 1
+    run h2 $LOG CONVCACHE_PATH="$(warm_file h.ccdb)" --cc -- $h || exit 1
+    if [ "$standin" = 1 ]; then
+        prog="$build/tests/v8fe/torch_like_dl --iterations 1"
+        run cold $LOG CONVCACHE_PATH="$dir/c.ccdb" --cc -- $prog || exit 1
+        run warm $LOG CONVCACHE_PATH="$(warm_file c.ccdb)" --cc -- $prog || exit 1
+    fi
+    judge v8-dlopen "$dir"
+    ;;
+onnxruntime)
+    # ONNX Runtime's CUDA provider (a dlopen client) with
+    # cudnn_conv_algo_search EXHAUSTIVE, twice under convcache run on a
+    # fresh file: run 2 served (bench/gpu/ort_conv.py builds the model).
+    # onnxruntime from this python, else the one make ort put in build/.
+    if ! "$PYTHON" -c 'import onnxruntime' > /dev/null 2>&1 && [ -d "$build/ort/site/onnxruntime" ]; then
+        export PYTHONPATH="$build/ort/site${PYTHONPATH:+:$PYTHONPATH}"
+    fi
+    "$PYTHON" -c 'import onnxruntime as o, sys; p = o.get_available_providers(); "CUDAExecutionProvider" in p or sys.exit("onnxruntime %s has no CUDA provider (%s)" % (o.__version__, ", ".join(p)))' \
+        > "$dir/probe.txt" 2>&1 || skip "onnxruntime-gpu not on this machine ($(tail -1 "$dir/probe.txt" | cut -c1-160))"
+    [ "$standin" = 1 ] && skip "stand-in run: ONNX Runtime's CUDA provider needs a GPU"
+    "$PYTHON" -c 'import onnx' > /dev/null 2>&1 || skip "the onnx package (to build the model) is not on this machine"
+    run cold $LOG CONVCACHE_PATH="$dir/o.ccdb" --cc -- "$PYTHON" "$here/ort_conv.py" "$dir/model.onnx"
+    rc=$?
+    [ "$rc" = 77 ] && skip "$(sed -n 's/^skip: //p' "$dir/cold.txt")$(grep -o 'with error: [^[]*' "$dir/cold.err" |
+                                                                     head -1 | cut -c1-160 | sed 's/^/: /')"
+    [ "$rc" = 0 ] || exit 1
+    run warm $LOG CONVCACHE_PATH="$(warm_file o.ccdb)" --cc -- "$PYTHON" "$here/ort_conv.py" "$dir/model.onnx" || exit 1
+    judge onnxruntime "$dir"
     ;;
 *)
     echo "parts.sh: no part $name" >&2

@@ -7,14 +7,20 @@
  * It needs no header and links nothing but libdl: libcuda.so.1 and
  * libcudnn.so.9 are loaded at run time, cuDNN with RTLD_GLOBAL, and the
  * find functions are looked up in the global scope, as a program linked to
- * cuDNN binds them, so that an LD_PRELOAD interposer answers them. The same
+ * cuDNN binds them, so that an LD_PRELOAD interposer answers them. With
+ * --handle it is a dlopen client instead, as ONNX Runtime's CUDA provider
+ * is: cuDNN opened with RTLD_NOW | RTLD_LOCAL and the find functions taken
+ * with dlsym on that handle (not RTLD_DEFAULT), which only the
+ * interposer's dlsym (cudnn/preload/dlsym.c) can answer. The same
  * binary runs against the real libraries on a GPU and against the stand-ins
  * (tests/preload) on the CPU. Types and values carry NVIDIA's names; make
  * real-cudnn-check compiles this file against the real headers
  * (CONVCACHE_REAL_CUDNN) and checks them.
  *
- * usage: v7_find [--cudnn PATH] [--batch N] [--sizes A,B,C] [--barrier DIR]
+ * usage: v7_find [--cudnn PATH] [--handle] [--batch N] [--sizes A,B,C] [--barrier DIR]
  *   --cudnn    libcudnn.so.9 to load (default: by name)
+ *   --handle   cuDNN with dlopen(RTLD_NOW | RTLD_LOCAL), its find functions
+ *              with dlsym on that handle
  *   --batch    batch size (default 16); --sizes input sizes (default 160,224,288)
  *   --barrier  after setting up, wait at the FIFO DIR/go (see barrier()):
  *              copies started with the same DIR begin their find calls at
@@ -25,6 +31,8 @@
  *                                        0, or - without the interposer)
  *   stats CALLS HITS MISSES PASSTHROUGH  (the interposer's counters, or "stats -")
  *   cudnn VERSION
+ *   lookup global|handle FILE            (how the find functions were taken,
+ *                                        and the file the forward one is in)
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -221,9 +229,10 @@ static void barrier(const char *dir) {
 
 int main(int argc, char **argv) {
     const char *cudnn_path = "libcudnn.so.9", *barrier_dir = NULL;
-    int batch = 16, sizes[3] = {160, 224, 288};
+    int batch = 16, sizes[3] = {160, 224, 288}, by_handle = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--cudnn") && i + 1 < argc) cudnn_path = argv[++i];
+        else if (!strcmp(argv[i], "--handle")) by_handle = 1;
         else if (!strcmp(argv[i], "--batch") && i + 1 < argc) batch = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--barrier") && i + 1 < argc) barrier_dir = argv[++i];
         else if (!strcmp(argv[i], "--sizes") && i + 1 < argc) {
@@ -237,7 +246,7 @@ int main(int argc, char **argv) {
 
     void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
     if (!cuda) die("cannot load libcuda.so.1: %s (%ld)", dlerror(), 0);
-    void *dnn = dlopen(cudnn_path, RTLD_NOW | RTLD_GLOBAL);
+    void *dnn = dlopen(cudnn_path, by_handle ? RTLD_NOW | RTLD_LOCAL : RTLD_NOW | RTLD_GLOBAL);
     if (!dnn) die("cannot load cuDNN: %s (%ld)", dlerror(), 0);
     CUdevice dev;
     CUcontext ctx;
@@ -249,12 +258,14 @@ int main(int argc, char **argv) {
     cu_ctx_synchronize_fn sync = (cu_ctx_synchronize_fn)sym(cuda, "cuCtxSynchronize");
 
     /* The find functions from the global scope: the interposer's when it
-     * is preloaded, as for a program linked to cuDNN. */
-    find_fwd_fn find_fwd = (find_fwd_fn)sym(RTLD_DEFAULT, "cudnnFindConvolutionForwardAlgorithmEx");
+     * is preloaded, as for a program linked to cuDNN; with --handle, from
+     * cuDNN's own handle, as a dlopen client takes them. */
+    void *from = by_handle ? dnn : RTLD_DEFAULT;
+    find_fwd_fn find_fwd = (find_fwd_fn)sym(from, "cudnnFindConvolutionForwardAlgorithmEx");
     find_bwd_data_fn find_bwd_data =
-        (find_bwd_data_fn)sym(RTLD_DEFAULT, "cudnnFindConvolutionBackwardDataAlgorithmEx");
+        (find_bwd_data_fn)sym(from, "cudnnFindConvolutionBackwardDataAlgorithmEx");
     find_bwd_filter_fn find_bwd_filter =
-        (find_bwd_filter_fn)sym(RTLD_DEFAULT, "cudnnFindConvolutionBackwardFilterAlgorithmEx");
+        (find_bwd_filter_fn)sym(from, "cudnnFindConvolutionBackwardFilterAlgorithmEx");
     stats_fn = (int (*)(struct stats *, size_t))dlsym(RTLD_DEFAULT, "convcache_preload_stats");
     set_tensor_fn set_tensor = (set_tensor_fn)sym(dnn, "cudnnSetTensorNdDescriptor");
     set_filter_fn set_filter = (set_filter_fn)sym(dnn, "cudnnSetFilterNdDescriptor");
@@ -353,5 +364,9 @@ int main(int argc, char **argv) {
     else
         printf("stats -\n");
     printf("cudnn %zu\n", ((version_fn)sym(dnn, "cudnnGetVersion"))());
+    Dl_info where;
+    const char *file = dladdr((void *)find_fwd, &where) && where.dli_fname ? where.dli_fname : "?";
+    const char *base = strrchr(file, '/');
+    printf("lookup %s %s\n", by_handle ? "handle" : "global", base ? base + 1 : file);
     return 0;
 }
