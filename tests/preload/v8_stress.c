@@ -1,0 +1,229 @@
+/*
+ * v8_stress: many threads through the interposer's backend-API paths at
+ * once, against the stand-in cuDNN, for ThreadSanitizer
+ * (tests/preload/tsan_run.sh) and for correctness: every status and output
+ * is checked, and the process exits 1 on any that is wrong.
+ *
+ *   v8_stress materialize | churn
+ *
+ * Both on a file that knows v8_host.h's known shape (v8_hosts learn):
+ * materialize  each round builds the stored plan, then deferred ones, and
+ *              8 threads, each with its own handle and buffers, execute one
+ *              deferred plan at once. Its build in cuDNN is held (the
+ *              stand-in's hook) until the 7 others sleep, waiting for it in
+ *              the interposer (v8_plan_materialize). Every execute must
+ *              succeed with the same output, and cuDNN must have built the
+ *              plan once.
+ * churn        4 threads run PyTorch's sequence again and again (served:
+ *              the stored plan built, the others deferred, their timing
+ *              refused, destroyed; the choice run), and between every step
+ *              a plan of their own whose window has closed (the execute
+ *              filter's fast path), while 2 threads create, set and destroy
+ *              thousands of tensor descriptors (the shadow table grows and
+ *              shrinks under them).
+ */
+#include <pthread.h>
+
+#include "v8_host.h"
+
+#define THREADS 8
+#define ROUNDS 3
+#define EXECUTORS 4
+#define CHURNERS 2
+#define ITERATIONS 6
+#define TENSORS 2500
+#define CHURN_ROUNDS 4
+
+static int fails;
+
+#define CHECK(cond, ...)                                   \
+    do {                                                   \
+        if (!(cond)) {                                     \
+            fprintf(stderr, "v8_stress: " __VA_ARGS__);    \
+            fputc('\n', stderr);                           \
+            __atomic_add_fetch(&fails, 1, __ATOMIC_RELAXED); \
+        }                                                  \
+    } while (0)
+
+/* ---- materialize ------------------------------------------------------------ */
+
+static cudnnBackendDescriptor_t target; /* the deferred plan the threads run */
+static pid_t tids[THREADS];
+static int asleep; /* rounds in which all the others were seen waiting */
+
+/* held: the stand-in's hook, on the thread that builds target in cuDNN. */
+static void held(void *plan) {
+    if (plan != __atomic_load_n(&target, __ATOMIC_ACQUIRE)) return;
+    pid_t me = vh_tid();
+    int all = 1;
+    for (int i = 0; i < THREADS; i++)
+        if (tids[i] != me) all &= vh_await_sleep(tids[i], 30000);
+    if (all) __atomic_add_fetch(&asleep, 1, __ATOMIC_RELAXED);
+}
+
+struct runner {
+    int i;
+    pthread_barrier_t *go;
+    cudnnStatus_t st;
+    uint64_t sum;
+};
+
+static void *run_target(void *arg) {
+    struct runner *r = arg;
+    struct vh_io io;
+    tids[r->i] = vh_tid();
+    int ok = vh_io_open(&io, &vh_known) == 0;
+    pthread_barrier_wait(r->go);
+    r->st = ok ? vh_run(&io, __atomic_load_n(&target, __ATOMIC_ACQUIRE), &r->sum) : CUDNN_STATUS_EXECUTION_FAILED;
+    vh_io_close(&io);
+    return NULL;
+}
+
+static void materialize(void) {
+    standin_backend_on_plan_built(held);
+    for (int round = 0; round < ROUNDS; round++) {
+        struct vh_host h;
+        struct convcache_preload_stats s0, s1;
+        CHECK(vh_open(&h, &vh_known) == 0, "materialize: no graph");
+        int n = h.ncfg < 6 ? h.ncfg : 6;
+        unsigned long long b0 = vh_built();
+        vh_stats(&s0);
+        for (int i = 0; i < n; i++) CHECK(vh_build(&h, i) == CUDNN_STATUS_SUCCESS, "plan %d did not build", i);
+        vh_stats(&s1);
+        unsigned long long b1 = vh_built();
+        /* The stored plan is built; the others are deferred. */
+        CHECK(b1 - b0 == 1 && s1.v8_deferred_builds - s0.v8_deferred_builds == (unsigned long long)n - 1,
+              "round %d: cuDNN built %llu plans of %d, %llu deferred (not the stored one alone)", round, b1 - b0, n,
+              s1.v8_deferred_builds - s0.v8_deferred_builds);
+        __atomic_store_n(&target, h.plan[2], __ATOMIC_RELEASE);
+        pthread_barrier_t go;
+        pthread_barrier_init(&go, NULL, THREADS);
+        struct runner r[THREADS];
+        pthread_t t[THREADS];
+        for (int i = 0; i < THREADS; i++) {
+            r[i] = (struct runner){.i = i, .go = &go};
+            pthread_create(&t[i], NULL, run_target, &r[i]);
+        }
+        for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
+        pthread_barrier_destroy(&go);
+        __atomic_store_n(&target, NULL, __ATOMIC_RELEASE);
+        for (int i = 0; i < THREADS; i++)
+            CHECK(r[i].st == CUDNN_STATUS_SUCCESS && r[i].sum == r[0].sum,
+                  "round %d: thread %d's execute of a deferred plan: status %d, sum %016llx (thread 0's %016llx)",
+                  round, i, (int)r[i].st, (unsigned long long)r[i].sum, (unsigned long long)r[0].sum);
+        CHECK(vh_built() - b1 == 1, "round %d: cuDNN built the deferred plan %llu times, not once", round,
+              vh_built() - b1);
+        vh_close(&h);
+    }
+    standin_backend_on_plan_built(NULL);
+    CHECK(asleep == ROUNDS, "the other threads were seen waiting for the build in %d rounds of %d", asleep, ROUNDS);
+    printf("materialize: %d rounds, %d threads each ran one deferred plan, built once; all waited in %d\n", ROUNDS,
+           THREADS, asleep);
+}
+
+/* ---- churn ------------------------------------------------------------------- */
+
+static int churning;
+
+/* hot runs a plan whose window closed: unwatched, straight to cuDNN. */
+static void hot(struct vh_host *h, uint64_t want) {
+    uint64_t sum;
+    cudnnStatus_t st = vh_run(&h->io, h->plan[0], &sum);
+    CHECK(st == CUDNN_STATUS_SUCCESS && sum == want, "hot plan: status %d, sum %016llx, not %016llx", (int)st,
+          (unsigned long long)sum, (unsigned long long)want);
+}
+
+/* pytorch runs PyTorch's sequence on a known graph: the stored plan
+ * serves, every other plan's timing is refused; the choice runs after.
+ * *choice: its output; h keeps the choice's plan alive (plan[0]). */
+static void pytorch(struct vh_host *h, struct vh_host *hotp, uint64_t hot_sum, uint64_t *choice) {
+    CHECK(vh_open(h, &vh_known) == 0, "churn: no graph");
+    int n = h->ncfg < 6 ? h->ncfg : 6;
+    uint64_t sum;
+    for (int i = 0; i < n; i++) {
+        CHECK(vh_build(h, i) == CUDNN_STATUS_SUCCESS, "churn: plan %d did not build", i);
+        if (hotp) hot(hotp, hot_sum);
+    }
+    for (int i = 0; i < n; i++) {
+        cudnnStatus_t st = vh_run(&h->io, h->plan[i], &sum);
+        cudnnStatus_t want = i == 0 ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_NOT_SUPPORTED;
+        CHECK(st == want, "churn: plan %d's timing execute: status %d, not %d", i, (int)st, (int)want);
+        if (i == 0) *choice = sum;
+        if (hotp) hot(hotp, hot_sum);
+    }
+    for (int i = 1; i < n; i++) vh_drop(h, i);
+    for (int k = 0; k < 3; k++) {
+        cudnnStatus_t st = vh_run(&h->io, h->plan[0], &sum);
+        CHECK(st == CUDNN_STATUS_SUCCESS && sum == *choice, "churn: the choice's run %d: status %d", k, (int)st);
+        if (hotp) hot(hotp, hot_sum);
+    }
+}
+
+static void *executor(void *arg) {
+    (void)arg;
+    struct vh_host keep, h;
+    uint64_t keep_sum = 0, sum;
+    pytorch(&keep, NULL, 0, &keep_sum); /* its window closed: the hot plan */
+    for (int it = 0; it < ITERATIONS; it++) {
+        pytorch(&h, &keep, keep_sum, &sum);
+        CHECK(sum == keep_sum, "churn: iteration %d's choice gave another output", it);
+        vh_close(&h);
+    }
+    vh_close(&keep);
+    __atomic_sub_fetch(&churning, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static void *churner(void *arg) {
+    (void)arg;
+    static cudnnBackendDescriptor_t none[CHURNERS][TENSORS];
+    static int next;
+    cudnnBackendDescriptor_t *t = none[__atomic_fetch_add(&next, 1, __ATOMIC_RELAXED)];
+    /* At least CHURN_ROUNDS rounds, and on while the executors run. */
+    for (int round = 0; round < CHURN_ROUNDS || __atomic_load_n(&churning, __ATOMIC_ACQUIRE) > 0; round++) {
+        for (int i = 0; i < TENSORS; i++) {
+            cudnnStatus_t st = A.create(CUDNN_BACKEND_TENSOR_DESCRIPTOR, &t[i]);
+            CHECK(st == CUDNN_STATUS_SUCCESS, "churn: create: %d", (int)st);
+            int64_t uid = i;
+            if (st == CUDNN_STATUS_SUCCESS && i % 2 == 0)
+                CHECK(A.set(t[i], CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid) == CUDNN_STATUS_SUCCESS,
+                      "churn: set");
+        }
+        for (int i = 0; i < TENSORS; i++) CHECK(A.destroy(t[i]) == CUDNN_STATUS_SUCCESS, "churn: destroy");
+    }
+    return NULL;
+}
+
+static void churn(void) {
+    pthread_t e[EXECUTORS], c[CHURNERS];
+    churning = EXECUTORS;
+    for (int i = 0; i < CHURNERS; i++) pthread_create(&c[i], NULL, churner, NULL);
+    for (int i = 0; i < EXECUTORS; i++) pthread_create(&e[i], NULL, executor, NULL);
+    for (int i = 0; i < EXECUTORS; i++) pthread_join(e[i], NULL);
+    for (int i = 0; i < CHURNERS; i++) pthread_join(c[i], NULL);
+    struct convcache_preload_stats s;
+    CHECK(vh_stats(&s) == 0 && s.v8_hits == (unsigned long long)EXECUTORS * (ITERATIONS + 1),
+          "churn: %llu graphs served, not %d", s.v8_hits, EXECUTORS * (ITERATIONS + 1));
+    printf("churn: %d threads served %llu graphs, refused %llu timings, while %d threads made and dropped "
+           "%d tensors at a time\n", EXECUTORS, s.v8_hits, s.v8_refused_execs, CHURNERS, TENSORS);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: v8_stress materialize|churn\n");
+        return 2;
+    }
+    vh_init();
+    struct convcache_preload_stats s;
+    if (vh_stats(&s) != 0) {
+        fprintf(stderr, "v8_stress: not under the interposer\n");
+        return 2;
+    }
+    if (!strcmp(argv[1], "materialize")) materialize();
+    else if (!strcmp(argv[1], "churn")) churn();
+    else {
+        fprintf(stderr, "v8_stress: unknown mode %s\n", argv[1]);
+        return 2;
+    }
+    return fails ? 1 : 0;
+}
