@@ -3,6 +3,7 @@
 #
 #   make                      also builds build/libconvcache_preload.so
 #   make cudnn-test           the interposer and fingerprint tests
+#   make preload-tsan         the interposer under ThreadSanitizer (below)
 #   make install              also installs the interposer into $(LIBDIR)
 
 PRELOAD_LIB := $(BUILD)/libconvcache_preload.so
@@ -166,7 +167,9 @@ TSAN_PROG = $(CC) $(CFLAGS) $(TSAN_FLAGS) -Iinclude -Icudnn/engine -Icudnn/prelo
 # The interposed dlsym's C side (dlsym.c, dlsym_libc.c) is not
 # instrumented: TSan's runtime calls dlsym, which is this library's, to find
 # the functions its interceptors wrap, while it starts and before it can
-# run instrumented code (its function-entry hook crashed there).
+# run instrumented code (its function-entry hook crashed there). Only those
+# two files' own loads and stores go unseen; the interposer as shipped runs
+# under a TSan program first in tsan_run.sh.
 PRELOAD_TSAN_PLAIN := cudnn/preload/dlsym.c cudnn/preload/dlsym_libc.c
 PRELOAD_TSAN_PLAIN_OBJ := $(patsubst cudnn/preload/%.c,$(TSAN_DIR)/plain/%.o,$(PRELOAD_TSAN_PLAIN))
 $(TSAN_DIR)/plain/%.o: cudnn/preload/%.c $(PRELOAD_HDR)
