@@ -186,7 +186,8 @@ $(TSAN_DIR)/v8_%: tests/preload/v8_%.c tests/preload/v8_host.h bench/gpu/conv_gr
 	$(TSAN_PROG)
 
 .PHONY: preload-tsan
-preload-tsan: $(PRELOAD_TSAN_LIB) $(TSAN_DIR)/libconvcache.so.$(VERSION_MAJOR) $(PRELOAD_TSAN_BINS) $(BUILD)/convcache
+preload-tsan: $(PRELOAD_TSAN_LIB) $(TSAN_DIR)/libconvcache.so.$(VERSION_MAJOR) $(PRELOAD_TSAN_BINS) $(BUILD)/convcache \
+  $(PRELOAD_LIB) $(LIB)
 	timeout -k 10 $(TEST_TIMEOUT) sh tests/preload/tsan_run.sh $(BUILD)
 
 TEST_TARGETS += preload-tsan
