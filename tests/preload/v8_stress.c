@@ -4,7 +4,7 @@
  * (tests/preload/tsan_run.sh) and for correctness: every status and output
  * is checked, and the process exits 1 on any that is wrong.
  *
- *   v8_stress materialize | churn
+ *   v8_stress materialize | churn | shared
  *
  * Both on a file that knows v8_host.h's known shape (v8_hosts learn):
  * materialize  each round builds the stored plan, then deferred ones, and
@@ -22,6 +22,13 @@
  *              filter's fast path), while 2 threads create, set and destroy
  *              thousands of tensor descriptors (the shadow table grows and
  *              shrinks under them).
+ * shared       one host's plans timed by 8 threads at once, each in its own
+ *              order, while the host destroys the engine configs (their
+ *              destroys wait for the deferred plans) and the graph; then
+ *              its choice run by all 8 (the run in earnest closes the
+ *              window). Each plan is built once, refused at most once (its
+ *              first execute while the stored one serves), and otherwise
+ *              gives its one output.
  */
 #include <pthread.h>
 
@@ -237,9 +244,107 @@ static void churn(void) {
            "%d tensors at a time\n", EXECUTORS, s.v8_hits, s.v8_refused_execs, CHURNERS, TENSORS);
 }
 
+/* ---- shared ------------------------------------------------------------------ */
+
+/* One host's plans run by many threads: the timing loop of 8 threads over
+ * the same plans, each in its own order, while the host destroys the
+ * engine configs and the graph (the configs' destroys wait for the
+ * deferred plans built from them); then, the others destroyed, the choice
+ * run by all 8 at once (its run in earnest closes the window). */
+struct sharer {
+    int i;
+    pthread_barrier_t *go, *timed;
+    struct vh_host *h;
+    cudnnStatus_t st[PLANS][2];
+    uint64_t sum[PLANS][2], choice[5];
+    cudnnStatus_t choice_st[5];
+};
+
+static void *share(void *arg) {
+    struct sharer *r = arg;
+    struct vh_io io;
+    int ok = vh_io_open(&io, &vh_known) == 0;
+    pthread_barrier_wait(r->go);
+    for (int k = 0; k < PLANS; k++) {
+        int j = (k + r->i) % PLANS;
+        for (int t = 0; t < 2; t++)
+            r->st[j][t] = ok ? vh_run(&io, r->h->plan[j], &r->sum[j][t]) : CUDNN_STATUS_EXECUTION_FAILED;
+    }
+    pthread_barrier_wait(r->timed); /* the host keeps plan 0 alone */
+    pthread_barrier_wait(r->timed);
+    for (int k = 0; k < 5; k++)
+        r->choice_st[k] = ok ? vh_run(&io, r->h->plan[0], &r->choice[k]) : CUDNN_STATUS_EXECUTION_FAILED;
+    vh_io_close(&io);
+    return NULL;
+}
+
+static void shared(void) {
+    for (int round = 0; round < ROUNDS; round++) {
+        struct vh_host h;
+        struct convcache_preload_stats s0, s1;
+        CHECK(vh_open(&h, &vh_known) == 0 && h.ncfg >= PLANS, "shared: no graph, or too few configs");
+        for (int i = 0; i < PLANS; i++) CHECK(vh_build(&h, i) == CUDNN_STATUS_SUCCESS, "plan %d did not build", i);
+        unsigned long long b0 = vh_built();
+        vh_stats(&s0);
+        pthread_barrier_t go, timed;
+        pthread_barrier_init(&go, NULL, THREADS + 1);
+        pthread_barrier_init(&timed, NULL, THREADS + 1);
+        struct sharer r[THREADS];
+        pthread_t t[THREADS];
+        for (int i = 0; i < THREADS; i++) {
+            r[i] = (struct sharer){.i = i, .go = &go, .timed = &timed, .h = &h};
+            pthread_create(&t[i], NULL, share, &r[i]);
+        }
+        pthread_barrier_wait(&go);
+        for (int i = 0; i < h.ncfg; i++) { /* as cuDNN answers: the plans hold what they need */
+            CHECK(A.destroy(h.cfg[i]) == CUDNN_STATUS_SUCCESS, "round %d: config %d's destroy failed", round, i);
+            h.cfg[i] = NULL;
+        }
+        cg_graph_free(&A, &h.g);
+        pthread_barrier_wait(&timed);
+        vh_stats(&s1);
+        unsigned long long refused = 0;
+        for (int j = 0; j < PLANS; j++) {
+            uint64_t want = 0;
+            int no = 0;
+            for (int i = 0; i < THREADS; i++)
+                for (int k = 0; k < 2; k++) {
+                    if (r[i].st[j][k] == CUDNN_STATUS_NOT_SUPPORTED) {
+                        no++;
+                        continue;
+                    }
+                    if (!want) want = r[i].sum[j][k];
+                    CHECK(r[i].st[j][k] == CUDNN_STATUS_SUCCESS && r[i].sum[j][k] == want,
+                          "shared round %d: thread %d, plan %d, run %d: status %d, sum %016llx (not %016llx)", round,
+                          i, j, k, (int)r[i].st[j][k], (unsigned long long)r[i].sum[j][k], (unsigned long long)want);
+                }
+            /* Refused: a plan's first execute while the stored one serves. */
+            CHECK(no <= 1, "shared round %d: plan %d refused %d times", round, j, no);
+            refused += (unsigned long long)no;
+        }
+        CHECK(s1.v8_refused_execs - s0.v8_refused_execs == refused, "shared round %d: %llu refusals seen, %llu counted",
+              round, refused, s1.v8_refused_execs - s0.v8_refused_execs);
+        CHECK(vh_built() - b0 == PLANS - 1, "shared round %d: cuDNN built %llu deferred plans, not %d", round,
+              vh_built() - b0, PLANS - 1);
+        for (int i = 1; i < PLANS; i++) vh_drop(&h, i);
+        pthread_barrier_wait(&timed);
+        for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
+        pthread_barrier_destroy(&go);
+        pthread_barrier_destroy(&timed);
+        for (int i = 0; i < THREADS; i++)
+            for (int k = 0; k < 5; k++)
+                CHECK(r[i].choice_st[k] == CUDNN_STATUS_SUCCESS && r[i].choice[k] == r[0].sum[0][1],
+                      "shared round %d: thread %d's run %d of the choice: status %d", round, i, k,
+                      (int)r[i].choice_st[k]);
+        vh_close(&h);
+    }
+    printf("shared: %d rounds, %d threads timed one host's %d plans at once while it destroyed its configs and "
+           "graph, then ran its choice\n", ROUNDS, THREADS, PLANS);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
-        fprintf(stderr, "usage: v8_stress materialize|churn\n");
+        fprintf(stderr, "usage: v8_stress materialize|churn|shared\n");
         return 2;
     }
     vh_init();
@@ -250,6 +355,7 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(argv[1], "materialize")) materialize();
     else if (!strcmp(argv[1], "churn")) churn();
+    else if (!strcmp(argv[1], "shared")) shared();
     else {
         fprintf(stderr, "v8_stress: unknown mode %s\n", argv[1]);
         return 2;
