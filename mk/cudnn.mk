@@ -3,6 +3,7 @@
 #
 #   make                      also builds build/libconvcache_preload.so
 #   make cudnn-test           the interposer and fingerprint tests
+#   make preload-tsan         the interposer under ThreadSanitizer (below)
 #   make install              also installs the interposer into $(LIBDIR)
 
 PRELOAD_LIB := $(BUILD)/libconvcache_preload.so
@@ -10,7 +11,7 @@ STANDIN_DIR := $(BUILD)/tests/preload
 STANDINS    := $(STANDIN_DIR)/libcuda.so.1 $(STANDIN_DIR)/libcudnn.so.9
 PRELOAD_TEST_BINS := $(STANDIN_DIR)/preload_prog $(STANDIN_DIR)/preload_linked \
                      $(STANDIN_DIR)/scope_test $(STANDIN_DIR)/v8_prog $(STANDIN_DIR)/choices_test \
-                     $(STANDIN_DIR)/v8_hosts $(STANDIN_DIR)/dlopen_prog $(STANDIN_DIR)/dlsym_exact \
+                     $(STANDIN_DIR)/v8_hosts $(STANDIN_DIR)/v8_fork $(STANDIN_DIR)/dlopen_prog $(STANDIN_DIR)/dlsym_exact \
                      $(STANDIN_DIR)/libnext_wrapper.so
 PRELOAD_PROG_SRC  := tests/preload/preload_prog.c tests/preload/planted.c tests/preload/args.c
 
@@ -75,6 +76,12 @@ $(STANDIN_DIR)/v8_hosts: tests/preload/v8_hosts.c bench/gpu/conv_graph.h cudnn/p
   $(BUILD)/libconvcache_engine.a $(STANDINS) $(STANDIN_DIR)/libcudart.so.13 include/convcache_engine.h
 	$(CC) $(CFLAGS) -Iinclude -Icudnn/engine -Icudnn/preload -Ibench/gpu -o $@ $< $(BUILD)/libconvcache_engine.a \
 	  -L$(STANDIN_DIR) -l:libcudnn.so.9 -l:libcudart.so.13 -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
+
+# A child forked while threads wait inside the interposer (tests/preload/v8_hosts.sh).
+$(STANDIN_DIR)/v8_fork: tests/preload/v8_fork.c tests/preload/v8_host.h tests/preload/standin_backend.h \
+  bench/gpu/conv_graph.h cudnn/preload/preload_stats.h $(STANDINS) $(STANDIN_DIR)/libcudart.so.13
+	$(CC) $(CFLAGS) -Icudnn/engine -Icudnn/preload -Ibench/gpu -o $@ $< -L$(STANDIN_DIR) -l:libcudnn.so.9 \
+	  -l:libcudart.so.13 -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
 
 # The interposer's stored value, its code compiled in alone.
 $(STANDIN_DIR)/choices_test: tests/preload/choices_test.c tests/check_plain.h cudnn/preload/v8_choices.c cudnn/engine/record.c \
@@ -141,3 +148,46 @@ $(STANDIN_DIR)/libenable_client.so: tests/preload/enable_client.c $(STANDINS)
 $(STANDIN_DIR)/libnext_wrapper.so: tests/preload/next_wrapper.c
 	@mkdir -p $(STANDIN_DIR)
 	$(CC) $(CFLAGS) -fPIC -shared -o $@ $< -ldl
+
+# make preload-tsan: the interposer under ThreadSanitizer
+# (tests/preload/tsan_run.sh). The interposer is built from its own sources
+# with TSAN_FLAGS (mk/core.mk) into build/tsan/, beside the TSan build of
+# libconvcache it dlopens from its own directory (mk/core.mk: the C code
+# instrumented, the Go code not, as one process cannot hold Go's race
+# runtime and TSan's). The programs that drive it are built with
+# TSAN_FLAGS too, so the TSan runtime is in the executable; the stand-in
+# cuDNN, CUDA and runtime libraries are not instrumented (their mutexes and
+# threads are still seen through TSan's interceptors).
+PRELOAD_TSAN_LIB := $(TSAN_DIR)/libconvcache_preload.so
+PRELOAD_TSAN_BINS := $(TSAN_DIR)/v8_prog $(TSAN_DIR)/v8_hosts $(TSAN_DIR)/v8_stress $(TSAN_DIR)/v8_fork
+ENGINE_SRC := $(wildcard cudnn/engine/*.c)
+TSAN_PROG = $(CC) $(CFLAGS) $(TSAN_FLAGS) -Iinclude -Icudnn/engine -Icudnn/preload -Ibench/gpu -o $@ $< $(ENGINE_SRC) \
+  -L$(STANDIN_DIR) -l:libcudnn.so.9 -l:libcudart.so.13 -l:libcuda.so.1 -Wl,-rpath,$(ABS_BUILD)/tests/preload -ldl -lpthread
+
+# The interposed dlsym's C side (dlsym.c, dlsym_libc.c) is not
+# instrumented: TSan's runtime calls dlsym, which is this library's, to find
+# the functions its interceptors wrap, while it starts and before it can
+# run instrumented code (its function-entry hook crashed there). Only those
+# two files' own loads and stores go unseen; the interposer as shipped runs
+# under a TSan program first in tsan_run.sh.
+PRELOAD_TSAN_PLAIN := cudnn/preload/dlsym.c cudnn/preload/dlsym_libc.c
+PRELOAD_TSAN_PLAIN_OBJ := $(patsubst cudnn/preload/%.c,$(TSAN_DIR)/plain/%.o,$(PRELOAD_TSAN_PLAIN))
+$(TSAN_DIR)/plain/%.o: cudnn/preload/%.c $(PRELOAD_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden -Iinclude -Icudnn/engine -c -o $@ $<
+$(PRELOAD_TSAN_LIB): $(PRELOAD_SRC) $(PRELOAD_HDR) $(PRELOAD_TSAN_PLAIN_OBJ)
+	@mkdir -p $(TSAN_DIR)
+	$(CC) $(CFLAGS) $(TSAN_FLAGS) -fPIC -shared -fvisibility=hidden -Iinclude -Icudnn/engine -o $@ \
+	  $(filter-out $(PRELOAD_TSAN_PLAIN),$(PRELOAD_SRC)) $(PRELOAD_TSAN_PLAIN_OBJ) $(LDFLAGS) -ldl -lpthread
+
+$(TSAN_DIR)/v8_%: tests/preload/v8_%.c tests/preload/v8_host.h bench/gpu/conv_graph.h $(ENGINE_SRC) $(STANDINS) \
+  $(STANDIN_DIR)/libcudart.so.13
+	@mkdir -p $(TSAN_DIR)
+	$(TSAN_PROG)
+
+.PHONY: preload-tsan
+preload-tsan: $(PRELOAD_TSAN_LIB) $(TSAN_DIR)/libconvcache.so.$(VERSION_MAJOR) $(PRELOAD_TSAN_BINS) $(BUILD)/convcache \
+  $(PRELOAD_LIB) $(LIB)
+	timeout -k 10 $(TEST_TIMEOUT) sh tests/preload/tsan_run.sh $(BUILD)
+
+TEST_TARGETS += preload-tsan

@@ -168,7 +168,7 @@ static void *decide(void *handle, const char *name, const char *version, void *c
 void *dlsym_hook(void *handle, const char *name, const char *version, void *caller) {
     if (__builtin_expect(!__atomic_load_n(&libc_dlsym, __ATOMIC_ACQUIRE), 0) && !dlsym_libc_find())
         return NULL;
-    if (!name || strncmp(name, "cudnn", 5) != 0) return NULL;
+    if (!name || !dl_has_prefix(name, "cudnn")) return NULL; /* (dlsym.h: no strncmp here) */
     int i = served_index(name);
     if (i < 0) return NULL;
     find_own();

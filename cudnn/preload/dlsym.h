@@ -25,4 +25,24 @@ int dlsym_libc_find(void);
  * address. */
 void *dlsym_hook(void *handle, const char *name, const char *version, void *caller);
 
+/* String tests for the code that runs before a lookup is known to be a
+ * served one (dlsym_hook's first test, dlsym_libc.c): plain loops, never
+ * the C library's strcmp, strncmp, strrchr or strlen. Other libraries call
+ * dlsym while they start, a sanitizer runtime (ThreadSanitizer,
+ * AddressSanitizer) among them, to find the functions its interceptors
+ * wrap; its strcmp is one of those interceptors, not yet able to run (it
+ * jumped to address 0: every sanitized program crashed at start under the
+ * interposer). */
+static inline int dl_has_prefix(const char *s, const char *prefix) {
+    for (; *prefix; s++, prefix++)
+        if (*s != *prefix) return 0;
+    return 1;
+}
+
+static inline int dl_same(const char *a, const char *b) {
+    for (; *a == *b; a++, b++)
+        if (!*a) return 1;
+    return 0;
+}
+
 #endif

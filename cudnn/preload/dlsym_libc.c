@@ -13,8 +13,8 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
+#include <stddef.h>
 #include <stdint.h>
-#include <string.h>
 
 #include "dlsym.h"
 
@@ -24,9 +24,10 @@ dlvsym_fn libc_dlvsym;
 /* basename_is reports whether path's last component begins with prefix. */
 static int basename_is(const char *path, const char *prefix) {
     if (!path) return 0;
-    const char *b = strrchr(path, '/');
-    b = b ? b + 1 : path;
-    return strncmp(b, prefix, strlen(prefix)) == 0;
+    const char *b = path;
+    for (const char *p = path; *p; p++)
+        if (*p == '/') b = p + 1;
+    return dl_has_prefix(b, prefix); /* (dlsym.h: no strncmp here) */
 }
 
 /* at: a dynamic-section address; glibc relocates most in place (adds
@@ -54,7 +55,7 @@ static void pick(const struct link_map *m, const struct dyn *d, uint32_t i, cons
                  uintptr_t *best, int *best_default) {
     const ElfW(Sym) *s = &d->sym[i];
     if (s->st_shndx == SHN_UNDEF || (s->st_info & 0xf) != STT_FUNC || s->st_value == 0) return;
-    if (strcmp(d->str + s->st_name, name) != 0) return;
+    if (!dl_same(d->str + s->st_name, name)) return;
     int dflt = !d->ver || !(d->ver[i] & 0x8000);
     if (*best && (*best_default || !dflt)) return;
     *best = m->l_addr + s->st_value;

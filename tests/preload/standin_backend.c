@@ -52,6 +52,13 @@
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct standin_backend_stats stats;
 
+/* A test's hook (standin_backend_on_plan_built): called on the finalizing
+ * thread after a plan's finalize succeeded, outside the lock; it may block,
+ * as a long build would. */
+static void (*plan_hook)(void *plan);
+
+void standin_backend_on_plan_built(void (*fn)(void *plan)) { __atomic_store_n(&plan_hook, fn, __ATOMIC_RELEASE); }
+
 void standin_backend_get_stats(struct standin_backend_stats *out) {
     pthread_mutex_lock(&mu);
     *out = stats;
@@ -368,6 +375,8 @@ cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t p) {
     pthread_mutex_unlock(&mu);
     /* Building a plan takes time (outside the lock: threads build at once). */
     if (is_plan) sleep_us(sb_env_ll("STANDIN_BUILD_US", 0));
+    void (*hook)(void *) = __atomic_load_n(&plan_hook, __ATOMIC_ACQUIRE);
+    if (is_plan && st == CUDNN_STATUS_SUCCESS && hook) hook(p);
     return st;
 }
 

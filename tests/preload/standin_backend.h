@@ -47,6 +47,11 @@ struct standin_backend_stats {
     unsigned long long foreign; /* pointers passed that are not live descriptors */
 };
 void standin_backend_get_stats(struct standin_backend_stats *out);
+/* standin_backend_on_plan_built sets a hook (NULL: none) called with each
+ * plan whose finalize succeeded, on the finalizing thread, outside the
+ * stand-in's lock, before the finalize returns (exported, for tests that
+ * hold a build in flight). */
+void standin_backend_on_plan_built(void (*fn)(void *plan));
 
 /* Counts per shape (standin_backend_shapes, exported; STANDIN_REPORT writes
  * them at exit: standin_counters.c). A plan is timed when it executed

@@ -19,7 +19,9 @@
 #   - stall: a host that holds the lease of a new graph and builds without
 #     running does not hold another process (or thread) on the same graph
 #     for the build timeout (5 minutes here): the other benchmarks and
-#     finishes first; then both choices are stored, and run 3 is served.
+#     finishes first; then both choices are stored, and run 3 is served;
+#   - fork: a child forked while threads wait inside the interposer
+#     finishes, straight to cuDNN (tests/preload/v8_fork.c).
 set -u
 B=$(cd "$1" && pwd)
 S=$B/tests/preload
@@ -144,6 +146,18 @@ stall() { # NAME: processes, or threads with NAME threads
 }
 stall processes
 stall threads
+
+# ---- fork while threads are inside the interposer (v8_fork.c) -------------
+# A child forked while one thread makes a deferred plan real (its build in
+# cuDNN held), another waits for it, a third leads a new graph's benchmark
+# with a plan's finalize in flight, and the execute filter watches plans:
+# the child finishes (30 s at most) and cuDNN answers every call it makes.
+cp "$T/known.ccdb" "$T/fork.ccdb"
+if env CONVCACHE_PATH="$T/fork.ccdb" timeout 120 "$B/convcache" run -- "$S/v8_fork" >"$T/fork.out" 2>"$T/fork.err"; then
+    ok "$(cat "$T/fork.out")"
+else
+    bad "fork: $(grep -v '^convcache,' "$T/fork.err" | tail -5)"
+fi
 
 [ "$fails" -eq 0 ] && echo "v8_hosts: all passed"
 [ "$fails" -eq 0 ]
