@@ -65,12 +65,13 @@ echo "exec_overhead, one run: $direct"
 
 # 3. many live descriptors (bench/v8/shadow_scale): N tensors created,
 #    set and finalized, then destroyed, with and without the interposer,
-#    against the stand-in cuDNN; ROUNDS alternating pairs, medians of the
-#    process's CPU time. Target: with <= 1.5x without at 1M live.
-scale() { # N [bare]: one row, the medians of ROUNDS pairs
+#    against the stand-in cuDNN; SCALE_ROUNDS (5) alternating pairs, medians
+#    of the process's CPU time. Target: with <= 1.5x without at 1M live.
+scale_rounds=${SCALE_ROUNDS:-5} # CPU time still moves with the other core's load
+scale() { # N [bare]: one row, the medians of SCALE_ROUNDS pairs
     mode=${2-}
     i=0
-    while [ "$i" -lt "$rounds" ]; do
+    while [ "$i" -lt "$scale_rounds" ]; do
         i=$((i + 1))
         a=$("$build/bench/v8/shadow_scale" "$@")
         b=$(LD_PRELOAD="$build/libconvcache_preload.so" "$build/bench/v8/shadow_scale" "$@")
@@ -87,7 +88,7 @@ scale() { # N [bare]: one row, the medians of ROUNDS pairs
     echo "| $1 live${mode:+ ($mode: no attributes)} | $without | $with | ${ratio}x | $bytes | $verdict |"
 }
 echo
-echo "| live tensors (created, attributes set, finalized; then destroyed), CPU ms, median of $rounds | without | with convcache | ratio | interposer bytes per descriptor | target |"
+echo "| live tensors (created, attributes set, finalized; then destroyed), CPU ms, median of $scale_rounds | without | with convcache | ratio | interposer bytes per descriptor | target |"
 echo "|---|---:|---:|---:|---:|---|"
 scale 100000
 scale 1000000
