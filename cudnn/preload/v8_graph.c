@@ -35,8 +35,21 @@
 static const char *const phase_names[] = {"not a benchmark", "served", "stood aside", "new", "done"};
 
 /* The graph whose plans this thread was timing last (a reference), while
- * its window is open. */
+ * its window is open; let go of when the thread exits (timing_key). */
 static __thread struct v8_graph *timing_here;
+static pthread_key_t timing_key;
+static pthread_once_t timing_once = PTHREAD_ONCE_INIT;
+
+static void timing_exit(void *g) {
+    pthread_mutex_lock(&v8_mu);
+    if (timing_here == g) {
+        timing_here = NULL;
+        v8_graph_unref(g);
+    }
+    pthread_mutex_unlock(&v8_mu);
+}
+
+static void timing_key_make(void) { (void)pthread_key_create(&timing_key, timing_exit); }
 
 void v8_moved_on(struct v8_graph *g) {
     struct v8_graph *was = timing_here;
@@ -54,6 +67,8 @@ void v8_moved_on(struct v8_graph *g) {
     if (v8_graph_open(g) && g->executed) {
         v8_graph_ref(g);
         timing_here = g;
+        pthread_once(&timing_once, timing_key_make);
+        (void)pthread_setspecific(timing_key, g);
     }
 }
 

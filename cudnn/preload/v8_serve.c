@@ -177,8 +177,7 @@ cudnnStatus_t v8_execute(cudnnHandle_t h, void *plan, void *pack) {
     COUNT_V8(v8_looked_execs);
     pthread_mutex_lock(&v8_mu);
     struct v8_shadow *p = v8_shadow_typed(plan, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
-    struct v8_graph *g = p ? p->g : NULL;
-    if (g) v8_moved_on(g);
+    struct v8_graph *g = p ? p->g : NULL, *pg = g;
     int what = RUN, idx = -1, earnest = 0;
     convcache_engine_choice want = {0};
     uint64_t want_plan = 0;
@@ -191,6 +190,7 @@ cudnnStatus_t v8_execute(cudnnHandle_t h, void *plan, void *pack) {
     } else {
         g = NULL;
     }
+    if (pg) v8_moved_on(pg); /* after decide: this execute may have opened its timing */
     if (g) {
         v8_graph_ref(g);
         v8_lease_progress(g, 1);
