@@ -66,19 +66,19 @@ $(STANDIN_DIR)/preload_linked: $(PRELOAD_PROG_SRC) tests/preload/prog.h include/
 
 # PyTorch's default-path benchmark in plain C over the backend API, linked
 # to the stand-in cuDNN as libtorch_cuda is to libcudnn (tests/preload/v8_run.sh).
-$(STANDIN_DIR)/v8_prog: tests/preload/v8_prog.c bench/gpu/conv_graph.h $(BUILD)/libconvcache_engine.a $(STANDINS) \
+$(STANDIN_DIR)/v8_prog: tests/preload/v8_prog.c tests/preload/standin_runtime.h bench/gpu/conv_graph.h $(BUILD)/libconvcache_engine.a $(STANDINS) \
   $(STANDIN_DIR)/libcudart.so.13 include/convcache_engine.h
 	$(CC) $(CFLAGS) -Iinclude -Icudnn/engine -Ibench/gpu -o $@ $< $(BUILD)/libconvcache_engine.a -L$(STANDIN_DIR) -l:libcudnn.so.9 \
 	  -l:libcudart.so.13 -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
 
 # Hosts beyond PyTorch's sequence (tests/preload/v8_hosts.sh).
-$(STANDIN_DIR)/v8_hosts: tests/preload/v8_hosts.c bench/gpu/conv_graph.h cudnn/preload/preload_stats.h \
+$(STANDIN_DIR)/v8_hosts: tests/preload/v8_hosts.c tests/preload/standin_runtime.h bench/gpu/conv_graph.h cudnn/preload/preload_stats.h \
   $(BUILD)/libconvcache_engine.a $(STANDINS) $(STANDIN_DIR)/libcudart.so.13 include/convcache_engine.h
 	$(CC) $(CFLAGS) -Iinclude -Icudnn/engine -Icudnn/preload -Ibench/gpu -o $@ $< $(BUILD)/libconvcache_engine.a \
 	  -L$(STANDIN_DIR) -l:libcudnn.so.9 -l:libcudart.so.13 -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
 
 # A child forked while threads wait inside the interposer (tests/preload/v8_hosts.sh).
-$(STANDIN_DIR)/v8_fork: tests/preload/v8_fork.c tests/preload/v8_host.h tests/preload/standin_backend.h \
+$(STANDIN_DIR)/v8_fork: tests/preload/v8_fork.c tests/preload/v8_host.h tests/preload/standin_runtime.h tests/preload/standin_backend.h \
   bench/gpu/conv_graph.h cudnn/preload/preload_stats.h $(STANDINS) $(STANDIN_DIR)/libcudart.so.13
 	$(CC) $(CFLAGS) -Icudnn/engine -Icudnn/preload -Ibench/gpu -o $@ $< -L$(STANDIN_DIR) -l:libcudnn.so.9 \
 	  -l:libcudart.so.13 -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
@@ -180,7 +180,7 @@ $(PRELOAD_TSAN_LIB): $(PRELOAD_SRC) $(PRELOAD_HDR) $(PRELOAD_TSAN_PLAIN_OBJ)
 	$(CC) $(CFLAGS) $(TSAN_FLAGS) -fPIC -shared -fvisibility=hidden -Iinclude -Icudnn/engine -o $@ \
 	  $(filter-out $(PRELOAD_TSAN_PLAIN),$(PRELOAD_SRC)) $(PRELOAD_TSAN_PLAIN_OBJ) $(LDFLAGS) -ldl -lpthread
 
-$(TSAN_DIR)/v8_%: tests/preload/v8_%.c tests/preload/v8_host.h bench/gpu/conv_graph.h $(ENGINE_SRC) $(STANDINS) \
+$(TSAN_DIR)/v8_%: tests/preload/v8_%.c tests/preload/v8_host.h tests/preload/standin_runtime.h bench/gpu/conv_graph.h $(ENGINE_SRC) $(STANDINS) \
   $(STANDIN_DIR)/libcudart.so.13
 	@mkdir -p $(TSAN_DIR)
 	$(TSAN_PROG)

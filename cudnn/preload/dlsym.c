@@ -39,21 +39,12 @@
 #include "dlsym.h"
 #include "preload.h"
 
-static const char *const served[] = {
-    "cudnnFindConvolutionForwardAlgorithm",
-    "cudnnFindConvolutionForwardAlgorithmEx",
-    "cudnnFindConvolutionBackwardDataAlgorithm",
-    "cudnnFindConvolutionBackwardDataAlgorithmEx",
-    "cudnnFindConvolutionBackwardFilterAlgorithm",
-    "cudnnFindConvolutionBackwardFilterAlgorithmEx",
-    "cudnnBackendCreateDescriptor",
-    "cudnnBackendDestroyDescriptor",
-    "cudnnBackendSetAttribute",
-    "cudnnBackendGetAttribute",
-    "cudnnBackendFinalize",
-    "cudnnBackendExecute",
-};
-#define N_SERVED ((int)(sizeof served / sizeof served[0]))
+/* The names served: the six find functions (preload.c's first six) and
+ * the six backend functions (v8_calls.c). */
+#define N_FINDS (F_BWD_FILTER_EX + 1)
+#define N_SERVED (N_FINDS + N_V8_FUNCS)
+
+static const char *served(int i) { return i < N_FINDS ? func_names[i] : v8_func_names[i - N_FINDS]; }
 
 /* This library's own definitions of the served names (never the main
  * program's or another library's), and its load address. */
@@ -70,7 +61,7 @@ static void find_own(void) {
     /* Threads that get here together store the same values. */
     for (int i = 0; i < N_SERVED; i++) {
         Dl_info at;
-        void *p = libc_dlsym(h, served[i]);
+        void *p = libc_dlsym(h, served(i));
         __atomic_store_n(&own[i], p && dladdr(p, &at) && at.dli_fbase == me.dli_fbase ? p : NULL,
                          __ATOMIC_RELAXED);
     }
@@ -83,7 +74,7 @@ static void *own_fn(int i) { return __atomic_load_n(&own[i], __ATOMIC_RELAXED); 
 
 static int served_index(const char *name) {
     for (int i = 0; i < N_SERVED; i++)
-        if (strcmp(name, served[i]) == 0) return i;
+        if (strcmp(name, served(i)) == 0) return i;
     return -1;
 }
 

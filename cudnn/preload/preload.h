@@ -121,6 +121,11 @@ enum {
 
 extern const char *const func_names[N_FUNCS];
 
+/* The six backend functions the interposer serves (v8_calls.c), in the
+ * order of struct v8_real: create, destroy, finalize, set, get, execute. */
+#define N_V8_FUNCS 6
+extern const char *const v8_func_names[N_V8_FUNCS];
+
 /* real_func returns the real cuDNN's function i, or NULL; real_symbol the
  * real definition of any cuDNN function by name, or NULL. */
 void *real_func(int i);

@@ -159,9 +159,6 @@ struct v8_shadow *v8_shadow_typed(const void *desc, int type);
  * attributes; it returns s, moved perhaps (the table follows), or NULL
  * with s unchanged when there is no memory (v8_mu held). */
 struct v8_shadow *v8_shadow_attrs_grow(struct v8_shadow *s, size_t cap);
-/* v8_shadow_attrs_room is the room s has for its attributes in place, 0
- * when they are allocated apart. */
-size_t v8_shadow_attrs_room(const struct v8_shadow *s);
 /* v8_shadow_tracked_type reports whether descriptors of type get a shadow. */
 int v8_shadow_tracked_type(int type);
 /* v8_shadow_new makes the shadow of a new descriptor (v8_mu not needed),
@@ -257,6 +254,7 @@ enum {
 struct v8_timer {
     uint64_t t0, child;
     int phase, skip;
+    int exec_phase, fin_phase; /* a root's: what an execute or finalize of its descriptor is */
     struct v8_timer *up;
     struct v8_graph *g;  /* a root's graph, referenced */
     uint64_t by[V8T_N];  /* a root's: its intervals' own time by phase */

@@ -29,14 +29,19 @@ static __thread int in_real __attribute__((tls_model("initial-exec")));
 static struct v8_real real_fns;
 static int real_ok;
 
+const char *const v8_func_names[N_V8_FUNCS] = {
+    "cudnnBackendCreateDescriptor", "cudnnBackendDestroyDescriptor", "cudnnBackendFinalize",
+    "cudnnBackendSetAttribute",     "cudnnBackendGetAttribute",      "cudnnBackendExecute",
+};
+
 static int resolve(void) {
     struct v8_real r = {
-        .create = (cc_desc_create_fn)real_symbol("cudnnBackendCreateDescriptor"),
-        .destroy = (cc_desc_destroy_fn)real_symbol("cudnnBackendDestroyDescriptor"),
-        .finalize = (cc_finalize_fn)real_symbol("cudnnBackendFinalize"),
-        .set = (cc_set_attr_fn)real_symbol("cudnnBackendSetAttribute"),
-        .get = (cc_get_attr_fn)real_symbol("cudnnBackendGetAttribute"),
-        .execute = (cc_execute_fn)real_symbol("cudnnBackendExecute"),
+        .create = (cc_desc_create_fn)real_symbol(v8_func_names[0]),
+        .destroy = (cc_desc_destroy_fn)real_symbol(v8_func_names[1]),
+        .finalize = (cc_finalize_fn)real_symbol(v8_func_names[2]),
+        .set = (cc_set_attr_fn)real_symbol(v8_func_names[3]),
+        .get = (cc_get_attr_fn)real_symbol(v8_func_names[4]),
+        .execute = (cc_execute_fn)real_symbol(v8_func_names[5]),
     };
     if (!r.create || !r.destroy || !r.finalize || !r.set || !r.get || !r.execute) return 0;
     static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -226,7 +231,7 @@ EXPORT cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t desc) {
                 type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR;
     if (timed) v8_time_call(&tc, desc);
     in_real++;
-    cudnnStatus_t st = V8_TIMED(timed ? v8_time_fin_phase(desc) : V8T_DESC,
+    cudnnStatus_t st = V8_TIMED(timed ? tc.fin_phase : V8T_DESC,
                                 type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR ? v8_plan_finalize(desc)
                                                                                : r->finalize(desc));
     switch (type) {

@@ -93,7 +93,7 @@ static struct v8_shadow *replace(struct v8_shadow *s, const unsigned char *rec, 
         return s;
     }
     /* In place, the room there is; apart, at least capacity(attrs_len). */
-    size_t room = s->inline_attrs ? v8_shadow_attrs_room(s) : s->attrs ? capacity(s->attrs_len) : 0;
+    size_t room = s->inline_attrs ? s->attrs_room : s->attrs ? capacity(s->attrs_len) : 0;
     if (len > room) {
         struct v8_shadow *t = v8_shadow_attrs_grow(s, capacity(len));
         if (!t) {

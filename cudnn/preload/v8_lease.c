@@ -77,10 +77,11 @@ static long long mono_ms(void) {
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* deadline_at is the absolute time ms (mono_ms) on clock. */
-static void deadline_at(struct timespec *ts, clockid_t clock, long long ms) {
+/* deadline_at is monotonic time ms (mono_ms) as the realtime deadline a
+ * condition variable's timed wait takes. */
+static void deadline_at(struct timespec *ts, long long ms) {
     long long now = mono_ms();
-    clock_gettime(clock, ts);
+    clock_gettime(CLOCK_REALTIME, ts);
     long long d = ms > now ? ms - now : 0;
     ts->tv_sec += d / 1000;
     ts->tv_nsec += (d % 1000) * 1000000;
@@ -131,7 +132,7 @@ static int build(void *user, const void *key, size_t key_len, void *value, size_
         if (now >= until || (!busy && now - last >= idle)) break;
         long long wake = busy ? now + idle : last + idle;
         struct timespec ts;
-        deadline_at(&ts, CLOCK_REALTIME, wake < until ? wake : until);
+        deadline_at(&ts, wake < until ? wake : until);
         pthread_cond_timedwait(&l->cv, &l->mu, &ts);
     }
     v8_time_end(&tw);
@@ -192,7 +193,7 @@ int v8_lease_take(convcache_handle *cache, const unsigned char *key, size_t key_
     /* get_or_create itself waits at most the build timeout for another
      * builder; this bound only guards against a helper that never says. */
     struct timespec until;
-    deadline_at(&until, CLOCK_REALTIME, mono_ms() + timeout_ms() + 10000);
+    deadline_at(&until, mono_ms() + timeout_ms() + 10000);
     struct v8_timer tw;
     v8_time_begin(&tw, V8T_LEASE);
     pthread_mutex_lock(&l->mu);
@@ -230,7 +231,7 @@ int v8_lease_finish(struct v8_lease *l, const void *value, size_t len) {
      * that exits next must not lose it), waiting at most a few seconds
      * for a file lock. */
     struct timespec until;
-    deadline_at(&until, CLOCK_REALTIME, mono_ms() + 5000);
+    deadline_at(&until, mono_ms() + 5000);
     int rc = 0;
     while (taken && !l->stored && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&l->cv, &l->mu, &until);
     pthread_mutex_unlock(&l->mu);

@@ -158,7 +158,7 @@ int v8_shadow_tracked_type(int type) {
     case CUDNN_BACKEND_ENGINE_DESCRIPTOR:
     case CUDNN_BACKEND_ENGINECFG_DESCRIPTOR:
     case CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR:
-        return type >= 0 && type <= 0xFF;
+        return 1; /* (each fits the shadow's byte) */
     }
     return 0;
 }
@@ -188,10 +188,6 @@ static int attrs_inline(int type) {
            type == CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR ||
            type == CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR ||
            type == CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR;
-}
-
-size_t v8_shadow_attrs_room(const struct v8_shadow *s) {
-    return s->inline_attrs ? s->attrs_room : 0;
 }
 
 struct v8_shadow *v8_shadow_attrs_grow(struct v8_shadow *s, size_t cap) {

@@ -76,10 +76,29 @@ static uint64_t end(struct v8_timer *t) {
 
 void v8_time_end(struct v8_timer *t) { end(t); }
 
+/* exec_phase and fin_phase say what an execute or a finalize of s is
+ * (v8_mu held; s may be NULL). A plan's first execute is its warm-up;
+ * those after it, while its graph's benchmark is watched, its timing. */
+static int exec_phase(const struct v8_shadow *s) {
+    const struct v8_graph *g = s && s->type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR ? s->g : NULL;
+    return !g || g->phase == G_DONE || !s->finalized ? V8T_EXEC_OTHER
+           : s->ok_runs == 0 && s->refused == 0      ? V8T_EXEC_WARMUP
+                                                     : V8T_EXEC_TIMING;
+}
+
+static int fin_phase(const struct v8_shadow *s) {
+    int type = s ? s->type : -1;
+    return type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR ? (s->stored >= 0 ? V8T_FIN_STORED : V8T_FIN_OTHER)
+           : type == CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR   ? V8T_HEUR
+                                                           : V8T_DESC;
+}
+
 /* ---- roots: the interposed calls ------------------------------------------ */
 
 void v8_time_call(struct v8_timer *t, const void *desc) {
     v8_time_begin(t, V8T_OWN);
+    t->exec_phase = V8T_EXEC_OTHER;
+    t->fin_phase = V8T_DESC;
     if (!desc) return;
     pthread_mutex_lock(&v8_mu);
     struct v8_shadow *s = v8_shadow_get(desc);
@@ -87,6 +106,9 @@ void v8_time_call(struct v8_timer *t, const void *desc) {
         t->g = s->g;
         v8_graph_ref(t->g);
     }
+    /* What an execute or a finalize of desc is, from the same lookup. */
+    t->exec_phase = exec_phase(s);
+    t->fin_phase = fin_phase(s);
     pthread_mutex_unlock(&v8_mu);
 }
 
@@ -117,34 +139,17 @@ void v8_time_call_end(struct v8_timer *t) {
 
 /* ---- what an execute or a plan's finalize is ------------------------------ */
 
-static int exec_phase(const void *plan) {
-    pthread_mutex_lock(&v8_mu);
-    const struct v8_shadow *p = v8_shadow_get(plan);
-    const struct v8_graph *g = p ? p->g : NULL;
-    /* A plan's first execute is its warm-up; those after it, while its
-     * graph's benchmark is watched, its timing. */
-    int phase = !g || g->phase == G_DONE || !p->finalized ? V8T_EXEC_OTHER
-                : p->ok_runs == 0 && p->refused == 0      ? V8T_EXEC_WARMUP
-                                                          : V8T_EXEC_TIMING;
-    pthread_mutex_unlock(&v8_mu);
-    return phase;
-}
-
 cudnnStatus_t v8_time_execute(cudnnHandle_t h, void *plan, void *pack) {
     struct v8_timer tc;
     v8_time_call(&tc, plan);
-    cudnnStatus_t st = V8_TIMED(exec_phase(plan), v8_execute(h, plan, pack));
+    cudnnStatus_t st = V8_TIMED(tc.exec_phase, v8_execute(h, plan, pack));
     v8_time_call_end(&tc);
     return st;
 }
 
 int v8_time_fin_phase(const void *desc) {
     pthread_mutex_lock(&v8_mu);
-    const struct v8_shadow *p = v8_shadow_get(desc);
-    int type = p ? p->type : -1;
-    int phase = type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR ? (p->stored >= 0 ? V8T_FIN_STORED : V8T_FIN_OTHER)
-                : type == CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR   ? V8T_HEUR
-                                                                : V8T_DESC;
+    int phase = fin_phase(v8_shadow_get(desc));
     pthread_mutex_unlock(&v8_mu);
     return phase;
 }

@@ -30,16 +30,7 @@
 
 #include "v8_host.h"
 
-static int fails;
-
-#define CHECK(cond, ...)                                     \
-    do {                                                     \
-        if (!(cond)) {                                       \
-            fprintf(stderr, "v8_fork: " __VA_ARGS__);        \
-            fputc('\n', stderr);                             \
-            __atomic_add_fetch(&fails, 1, __ATOMIC_RELAXED); \
-        }                                                    \
-    } while (0)
+#define CHECK(cond, ...) VH_CHECK("v8_fork", cond, __VA_ARGS__)
 
 /* ---- the gate: builds held in the stand-in until the parent lets go ------ */
 

@@ -24,18 +24,29 @@
 #include "conv_graph.h"
 #include "preload_stats.h"
 #include "standin_backend.h"
+#include "standin_runtime.h"
 
 #define VH_MAX_CFGS 64
 #define VH_WS_BYTES (1 << 22)
 
-int cuInit(unsigned flags);
-void *standin_cuda_stream(int dev);
 
 /* The shape the tests learn first, and one no run ever stores. */
 static const struct cg_conv vh_known = {CG_FWD, 2, 8, 16, 16, 8, 3, 3, 1, 1};
 static const struct cg_conv vh_new = {CG_FWD, 1, 4, 12, 12, 16, 1, 1, 0, 1};
 
 static struct cg_api A;
+
+/* VH_CHECK counts a failed check in fails and says what failed, prefixed
+ * with the program's name; the program goes on (threads may wait on it). */
+static int fails;
+#define VH_CHECK(prog, cond, ...)                            \
+    do {                                                     \
+        if (!(cond)) {                                       \
+            fprintf(stderr, prog ": " __VA_ARGS__);          \
+            fputc('\n', stderr);                             \
+            __atomic_add_fetch(&fails, 1, __ATOMIC_RELAXED); \
+        }                                                    \
+    } while (0)
 
 /* vh_init binds the functions as the dynamic linker binds libtorch_cuda's:
  * an LD_PRELOAD library's come first. */

@@ -55,17 +55,9 @@
 #include "convcache_engine.h"
 #include "engine.h"
 #include "preload_stats.h"
+#include "standin_runtime.h"
 
 #define MAX_CFGS 64
-
-int cuInit(unsigned flags);
-void *standin_cuda_stream(int dev);
-typedef struct cc_event *cudaEvent_t;
-int cudaEventCreate(cudaEvent_t *e);
-int cudaEventDestroy(cudaEvent_t e);
-int cudaEventRecord(cudaEvent_t e, void *stream);
-int cudaEventSynchronize(cudaEvent_t e);
-int cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end);
 
 static const struct cg_conv shape = {CG_FWD, 2, 8, 16, 16, 8, 3, 3, 1, 1};
 static struct cg_api A;

@@ -32,6 +32,7 @@
 
 #include "conv_graph.h"
 #include "convcache_engine.h"
+#include "standin_runtime.h"
 
 static const struct cg_conv shapes[] = {
     {CG_FWD, 2, 8, 16, 16, 8, 3, 3, 1, 1},
@@ -42,18 +43,6 @@ static const struct cg_conv shapes[] = {
 };
 #define N_SHAPES ((int)(sizeof shapes / sizeof shapes[0]))
 #define MAX_CFGS 64
-
-/* The stand-in CUDA driver: what a CUDA program has initialized and
- * running when it calls cuDNN. */
-int cuInit(unsigned flags);
-void *standin_cuda_stream(int dev);
-/* The stand-in CUDA runtime's events, which time as PyTorch's do. */
-typedef struct cc_event *cudaEvent_t;
-int cudaEventCreate(cudaEvent_t *e);
-int cudaEventDestroy(cudaEvent_t e);
-int cudaEventRecord(cudaEvent_t e, void *stream);
-int cudaEventSynchronize(cudaEvent_t e);
-int cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end);
 
 static struct cg_api A;
 static int limit = 10, iterations = 3, threads = 1;

@@ -42,16 +42,7 @@
 #define TENSORS 2500
 #define CHURN_ROUNDS 4
 
-static int fails;
-
-#define CHECK(cond, ...)                                   \
-    do {                                                   \
-        if (!(cond)) {                                     \
-            fprintf(stderr, "v8_stress: " __VA_ARGS__);    \
-            fputc('\n', stderr);                           \
-            __atomic_add_fetch(&fails, 1, __ATOMIC_RELAXED); \
-        }                                                  \
-    } while (0)
+#define CHECK(cond, ...) VH_CHECK("v8_stress", cond, __VA_ARGS__)
 
 /* ---- materialize ------------------------------------------------------------ */
 
