@@ -26,13 +26,13 @@ static void cc_atfork_child(void) { cc_forked = 1; }
 
 /* A handle was opened in this process, so that exit may have a remote tier
  * to flush (ccgo_at_exit); never set in a forked child, which opens none. */
-static volatile int cc_opened;
+static int cc_opened; /* written and read with __atomic builtins */
 
 /* At exit, the builds this process leads finish and the remote tier sends
  * what they queued (bounded by its build deadline): another node may be
  * waiting for that value and that lock. Never in a forked child. */
 static void cc_at_exit(void) {
-    if (cc_opened && !cc_forked) ccgo_at_exit();
+    if (__atomic_load_n(&cc_opened, __ATOMIC_RELAXED) && !cc_forked) ccgo_at_exit();
 }
 
 __attribute__((constructor)) static void cc_init(void) {
@@ -152,7 +152,7 @@ static int cc_open(convcache_options *o, convcache **out) {
     int rc = ccgo_open(o, &h);
     if (rc == CONVCACHE_OK) {
         *out = (convcache *)h;
-        cc_opened = 1;
+        __atomic_store_n(&cc_opened, 1, __ATOMIC_RELAXED);
     }
     return rc;
 }
