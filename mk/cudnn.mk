@@ -4,13 +4,14 @@
 #   make                      also builds build/libconvcache_preload.so
 #   make cudnn-test           the interposer and fingerprint tests
 #   make preload-tsan         the interposer under ThreadSanitizer (below)
+#   make preload-asan         the interposer under AddressSanitizer and UBSan (below)
 #   make install              also installs the interposer into $(LIBDIR)
 
 PRELOAD_LIB := $(BUILD)/libconvcache_preload.so
 STANDIN_DIR := $(BUILD)/tests/preload
 STANDINS    := $(STANDIN_DIR)/libcuda.so.1 $(STANDIN_DIR)/libcudnn.so.9
 PRELOAD_TEST_BINS := $(STANDIN_DIR)/preload_prog $(STANDIN_DIR)/preload_linked \
-                     $(STANDIN_DIR)/scope_test $(STANDIN_DIR)/v8_prog $(STANDIN_DIR)/choices_test \
+                     $(STANDIN_DIR)/scope_test $(STANDIN_DIR)/v8_prog $(STANDIN_DIR)/choices_test $(STANDIN_DIR)/key_test \
                      $(STANDIN_DIR)/v8_hosts $(STANDIN_DIR)/v8_fork $(STANDIN_DIR)/dlopen_prog $(STANDIN_DIR)/dlsym_exact \
                      $(STANDIN_DIR)/libnext_wrapper.so
 PRELOAD_PROG_SRC  := tests/preload/preload_prog.c tests/preload/planted.c tests/preload/args.c
@@ -90,6 +91,14 @@ $(STANDIN_DIR)/choices_test: tests/preload/choices_test.c tests/check_plain.h cu
 	$(CC) $(CFLAGS) -Iinclude -Icudnn/engine -Icudnn/preload -o $@ $< cudnn/preload/v8_choices.c \
 	  cudnn/engine/record.c -lpthread
 
+# A graph's key from packed and canonical attributes, its code compiled in
+# alone with the shadow table.
+$(STANDIN_DIR)/key_test: tests/preload/key_test.c tests/check_plain.h cudnn/preload/v8_key.c cudnn/preload/v8_shadow.c \
+  $(PRELOAD_HDR)
+	@mkdir -p $(STANDIN_DIR)
+	$(CC) $(CFLAGS) -Iinclude -Icudnn/engine -Icudnn/preload -o $@ $< cudnn/preload/v8_key.c \
+	  cudnn/preload/v8_shadow.c -lpthread
+
 $(STANDIN_DIR)/scope_test: tests/preload/scope_test.c $(LIB) $(BUILD)/include/.stamp
 	@mkdir -p $(STANDIN_DIR)
 	$(CC) $(CFLAGS) -o $@ $< $(LINK_CC)
@@ -97,6 +106,7 @@ $(STANDIN_DIR)/scope_test: tests/preload/scope_test.c $(LIB) $(BUILD)/include/.s
 .PHONY: cudnn-test install-preload
 cudnn-test: $(LIB) $(PRELOAD_LIB) $(STANDINS) $(PRELOAD_TEST_BINS) $(BUILD)/convcache
 	$(STANDIN_DIR)/choices_test
+	$(STANDIN_DIR)/key_test
 	sh tests/preload/run.sh $(BUILD)
 	sh tests/preload/dlopen_run.sh $(BUILD)
 	sh tests/preload/v8_run.sh $(BUILD) v8_prog - $(STANDIN_DIR)/v8_prog
@@ -150,7 +160,7 @@ $(STANDIN_DIR)/libnext_wrapper.so: tests/preload/next_wrapper.c
 	$(CC) $(CFLAGS) -fPIC -shared -o $@ $< -ldl
 
 # make preload-tsan: the interposer under ThreadSanitizer
-# (tests/preload/tsan_run.sh). The interposer is built from its own sources
+# (tests/preload/sanitize_run.sh). The interposer is built from its own sources
 # with TSAN_FLAGS (mk/core.mk) into build/tsan/, beside the TSan build of
 # libconvcache it dlopens from its own directory (mk/core.mk: the C code
 # instrumented, the Go code not, as one process cannot hold Go's race
@@ -169,7 +179,7 @@ TSAN_PROG = $(CC) $(CFLAGS) $(TSAN_FLAGS) -Iinclude -Icudnn/engine -Icudnn/prelo
 # the functions its interceptors wrap, while it starts and before it can
 # run instrumented code (its function-entry hook crashed there). Only those
 # two files' own loads and stores go unseen; the interposer as shipped runs
-# under a TSan program first in tsan_run.sh.
+# under a TSan program first in sanitize_run.sh.
 PRELOAD_TSAN_PLAIN := cudnn/preload/dlsym.c cudnn/preload/dlsym_libc.c
 PRELOAD_TSAN_PLAIN_OBJ := $(patsubst cudnn/preload/%.c,$(TSAN_DIR)/plain/%.o,$(PRELOAD_TSAN_PLAIN))
 $(TSAN_DIR)/plain/%.o: cudnn/preload/%.c $(PRELOAD_HDR)
@@ -188,6 +198,39 @@ $(TSAN_DIR)/v8_%: tests/preload/v8_%.c tests/preload/v8_host.h tests/preload/sta
 .PHONY: preload-tsan
 preload-tsan: $(PRELOAD_TSAN_LIB) $(TSAN_DIR)/libconvcache.so.$(VERSION_MAJOR) $(PRELOAD_TSAN_BINS) $(BUILD)/convcache \
   $(PRELOAD_LIB) $(LIB)
-	timeout -k 10 $(TEST_TIMEOUT) sh tests/preload/tsan_run.sh $(BUILD)
+	timeout -k 10 $(TEST_TIMEOUT) sh tests/preload/sanitize_run.sh $(BUILD) thread
 
 TEST_TARGETS += preload-tsan
+
+# make preload-asan: the same runs under AddressSanitizer and
+# UndefinedBehaviorSanitizer (every out-of-bounds access, use after free,
+# double free and undefined operation of the interposer's C code fails
+# them), the interposer and the programs built with ASAN_FLAGS into
+# build/asan/, beside libconvcache as shipped (a link to it: its Go code
+# needs no instrumentation). dlsym.c and dlsym_libc.c are built plain, as
+# for TSan: the sanitizer's runtime calls dlsym before it is ready to run
+# instrumented code.
+ASAN_DIR := $(BUILD)/asan
+ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+PRELOAD_ASAN_LIB := $(ASAN_DIR)/libconvcache_preload.so
+PRELOAD_ASAN_BINS := $(ASAN_DIR)/v8_prog $(ASAN_DIR)/v8_hosts $(ASAN_DIR)/v8_stress $(ASAN_DIR)/v8_fork
+$(PRELOAD_ASAN_LIB): $(PRELOAD_SRC) $(PRELOAD_HDR) $(PRELOAD_TSAN_PLAIN_OBJ)
+	@mkdir -p $(ASAN_DIR)
+	$(CC) $(CFLAGS) $(ASAN_FLAGS) -fPIC -shared -fvisibility=hidden -Iinclude -Icudnn/engine -o $@ \
+	  $(filter-out $(PRELOAD_TSAN_PLAIN),$(PRELOAD_SRC)) $(PRELOAD_TSAN_PLAIN_OBJ) $(LDFLAGS) -ldl -lpthread
+$(ASAN_DIR)/libconvcache.so.$(VERSION_MAJOR): $(LIB)
+	@mkdir -p $(ASAN_DIR)
+	ln -sf ../libconvcache.so.$(VERSION_MAJOR) $@
+	ln -sf libconvcache.so.$(VERSION_MAJOR) $(ASAN_DIR)/libconvcache.so
+$(ASAN_DIR)/v8_%: tests/preload/v8_%.c tests/preload/v8_host.h tests/preload/standin_runtime.h bench/gpu/conv_graph.h $(ENGINE_SRC) $(STANDINS) \
+  $(STANDIN_DIR)/libcudart.so.13
+	@mkdir -p $(ASAN_DIR)
+	$(CC) $(CFLAGS) $(ASAN_FLAGS) -Iinclude -Icudnn/engine -Icudnn/preload -Ibench/gpu -o $@ $< $(ENGINE_SRC) \
+	  -L$(STANDIN_DIR) -l:libcudnn.so.9 -l:libcudart.so.13 -l:libcuda.so.1 -Wl,-rpath,$(ABS_BUILD)/tests/preload -ldl -lpthread
+
+.PHONY: preload-asan
+preload-asan: $(PRELOAD_ASAN_LIB) $(ASAN_DIR)/libconvcache.so.$(VERSION_MAJOR) $(PRELOAD_ASAN_BINS) $(BUILD)/convcache \
+  $(PRELOAD_LIB) $(LIB)
+	timeout -k 10 $(TEST_TIMEOUT) sh tests/preload/sanitize_run.sh $(BUILD) address
+
+TEST_TARGETS += preload-asan

@@ -1,9 +1,11 @@
 #!/bin/sh
-# The backend-API interposer under ThreadSanitizer (make preload-tsan):
-# build/tsan/libconvcache_preload.so (its sources built with -fsanitize=thread,
-# beside the TSan build of libconvcache it loads) under programs built with
-# -fsanitize=thread, against the stand-in cuDNN, through its paths with many
-# threads at once:
+# The backend-API interposer under a sanitizer: ThreadSanitizer (make
+# preload-tsan: build/tsan/libconvcache_preload.so, its sources built with
+# -fsanitize=thread, beside the TSan build of libconvcache it loads) or
+# AddressSanitizer with UndefinedBehaviorSanitizer (make preload-asan:
+# build/asan/, -fsanitize=address,undefined, beside libconvcache as
+# shipped), under programs built with the same flags, against the stand-in
+# cuDNN, through its paths with many threads at once:
 #   - v8_prog, 8 threads, cold then warm on one file: a new graph's lease
 #     between threads (each shape benchmarked once between them), its choice
 #     recorded; then served, other plans deferred and their timing refused;
@@ -18,19 +20,32 @@
 #     filter), and 8 threads timing one host's plans while it destroys their
 #     engine configs (destroys that wait for deferred plans) and its graph;
 #   - v8_fork: a child forked while threads wait inside the interposer.
-# First, a program built with -fsanitize=thread starts and is served under
-# the interposer as shipped (build/libconvcache_preload.so).
+# First, a program built with the sanitizer starts and is served under the
+# interposer as shipped (build/libconvcache_preload.so).
 #
-#   sh tests/preload/tsan_run.sh BUILD
+#   sh tests/preload/sanitize_run.sh BUILD thread|address
 #
-# Any ThreadSanitizer report fails the run, with its trace: a process that
-# exits after one exits 66, and every process's stderr is read for one too
-# (a forked child leaves through _exit). No report is suppressed.
+# Any sanitizer report fails the run, with its trace: a process that exits
+# after one exits 66, and every process's stderr is read for one too (a
+# forked child leaves through _exit). No report is suppressed.
 set -u
 B=$(cd "$1" && pwd)
 S=$B/tests/preload
-Z=$B/tsan
-T=$(mktemp -d "${TMPDIR:-/tmp}/convcache-tsan.XXXXXX") || exit 1
+case ${2:-} in
+thread)
+    Z=$B/tsan TAG=tsan INIT=__tsan_init
+    REPORT='WARNING: ThreadSanitizer'
+    ;;
+address)
+    Z=$B/asan TAG=asan INIT=__asan_init
+    REPORT='ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:'
+    ;;
+*)
+    echo "usage: sanitize_run.sh BUILD thread|address" >&2
+    exit 2
+    ;;
+esac
+T=$(mktemp -d "${TMPDIR:-/tmp}/convcache-$TAG.XXXXXX") || exit 1
 trap 'rm -rf "$T"' EXIT INT TERM
 unset CONVCACHE_SCOPE CONVCACHE_TAG CONVCACHE_MODE CONVCACHE_DISABLE CONVCACHE_PRELOAD_LOG \
     CONVCACHE_CUDA_LIBRARY CONVCACHE_CUDNN_LIBRARY CONVCACHE_SYSTEM_PATH CONVCACHE_REMOTE \
@@ -39,20 +54,24 @@ unset CONVCACHE_SCOPE CONVCACHE_TAG CONVCACHE_MODE CONVCACHE_DISABLE CONVCACHE_P
     STANDIN_VANISH STANDIN_EVENT_US STANDIN_BUILD_US
 export STANDIN_EXEC_US=300
 export TSAN_OPTIONS="halt_on_error=0 exitcode=66 second_deadlock_stack=1"
+# (Leaks are not checked: the Go runtime in libconvcache keeps what it
+# allocated until the process ends, by design.)
+export ASAN_OPTIONS="exitcode=66 detect_leaks=0 abort_on_error=0 verify_asan_link_order=0"
+export UBSAN_OPTIONS="print_stacktrace=1 halt_on_error=1 exitcode=66"
 fails=0
-ok() { echo "ok   preload-tsan: $*"; }
-bad() { echo "FAIL preload-tsan: $*" >&2; fails=$((fails + 1)); }
+ok() { echo "ok   preload-$TAG: $*"; }
+bad() { echo "FAIL preload-$TAG: $*" >&2; fails=$((fails + 1)); }
 
 # The interposer the runs load, and that it is the instrumented one.
 PRE=$Z/libconvcache_preload.so
-if ! nm -D "$PRE" | grep -q ' U __tsan_init'; then
-    bad "$PRE is not built with -fsanitize=thread"
+if ! nm -D "$PRE" | grep -q " U $INIT"; then
+    bad "$PRE is not built with -fsanitize=$2"
     exit 1
 fi
 
 # run NAME FILE [VAR=VALUE...] -- PROGRAM [ARGS...]: PROGRAM under the
 # interposer $PRE on $T/FILE.ccdb; stdout in $T/NAME.out, stderr in
-# $T/NAME.err. Fails (1) on a TSan report, or when PROGRAM fails.
+# $T/NAME.err. Fails (1) on a sanitizer's report, or when PROGRAM fails.
 run() {
     name=$1 file=$2
     shift 2
@@ -63,9 +82,9 @@ run() {
     env $vars CONVCACHE_PATH="$T/$file.ccdb" CONVCACHE_VERBOSE=1 STANDIN_REPORT="$T/$name.standin" \
         timeout 120 "$B/convcache" run --preload "$PRE" -- "$@" >"$T/$name.out" 2>"$T/$name.err"
     rc=$?
-    if grep -q 'WARNING: ThreadSanitizer' "$T/$name.err" || [ "$rc" = 66 ]; then
-        bad "$name: ThreadSanitizer reported (exit status $rc):"
-        sed -n '/WARNING: ThreadSanitizer/,/^SUMMARY: ThreadSanitizer/p' "$T/$name.err" >&2
+    if grep -Eq "$REPORT" "$T/$name.err" || [ "$rc" = 66 ]; then
+        bad "$name: the sanitizer reported (exit status $rc):"
+        grep -Ev '^convcache' "$T/$name.err" | head -80 >&2
         return 1
     fi
     if [ "$rc" != 0 ]; then
@@ -81,14 +100,14 @@ summary() { grep '^convcache-preload: v8: ' "$T/$1.err"; }
 PRE=$B/libconvcache_preload.so
 if run shipped shipped -- "$Z/v8_hosts" learn "$T/shipped.txt" && run shipped-2 shipped -- "$Z/v8_hosts" learn "$T/shipped-2.txt" &&
     summary shipped-2 | grep -q 'hits 1,'; then
-    ok "a program built with -fsanitize=thread starts under the interposer as shipped, and is served"
+    ok "a program built with -fsanitize=$2 starts under the interposer as shipped, and is served"
 else
     bad "the shipped interposer under a sanitized program: $(summary shipped-2)"
 fi
 PRE=$Z/libconvcache_preload.so
 
 # ---- v8_prog, 8 threads: cold, warm, stored plans that fail -------------------
-# (The builder waits for the leading thread however slow TSan makes it: the
+# (The builder waits for the leading thread however slow the sanitizer makes it: the
 # idle bound is stall-threads' to test.)
 if run cold prog CONVCACHE_BUILD_IDLE_MS=60000 -- "$Z/v8_prog" --threads 8 "$T/cold.txt"; then
     twice=$(field "$T/cold.txt" timed | awk '$2 > 1 {n[$1]++} END {for (s in n) if (n[s] > 1) print s}')
@@ -144,5 +163,5 @@ done
 cp "$T/known.ccdb" "$T/fork.ccdb"
 run fork fork -- "$Z/v8_fork" && ok "$(cat "$T/fork.out")"
 
-[ "$fails" -eq 0 ] || { echo "preload-tsan: $fails failed" >&2; exit 1; }
-echo "preload-tsan: all passed, no ThreadSanitizer report"
+[ "$fails" -eq 0 ] || { echo "preload-$TAG: $fails failed" >&2; exit 1; }
+echo "preload-$TAG: all passed, no sanitizer report"
