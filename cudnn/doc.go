@@ -183,8 +183,10 @@
 // PyTorch's own map answers). The interposer keeps a shadow of each live
 // descriptor of the kinds a convolution graph and its plans are made of,
 // freed when the host destroys it, at most 2^21 of them, in an open-
-// addressing table that grows and shrinks with them; a tensor's shadow is
-// 32 bytes and its attributes as set, in one allocation.
+// addressing table that grows and shrinks with them; a tensor's,
+// convolution's or operation's shadow is 16 bytes and its attributes as
+// set, packed (integers as varints: a convolution's tensor takes 36 bytes,
+// not the key's 124), in one allocation.
 //
 // The key, layout 1: "ccg1", then the graph's attributes (its handle
 // left out), each a record

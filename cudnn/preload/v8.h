@@ -91,29 +91,32 @@ void v8_choices_merge(const struct v8_choices *old, unsigned drop, const convcac
 struct v8_graph;
 
 /* What the interposer knows of one live descriptor it tracks. The common
- * part comes first; the part after it depends on the type and is allocated
- * only for the types that use it (v8_shadow.c), so that the many tensors
- * of a host cost little. */
+ * part comes first (16 bytes); the part after it depends on the type and
+ * is allocated only for the types that use it (v8_shadow.c), so that the
+ * many tensors of a host cost little: a small descriptor (tensor,
+ * convolution, operation) keeps its attributes packed (v8_key.c) right
+ * after the common part, and has no graph, attribute pointer or
+ * typed part. Read them through v8_shadow_graph and v8_shadow_attrs. */
 struct v8_shadow {
     void *desc;
+    uint16_t attrs_len;  /* the bytes of its encoded attributes */
+    uint16_t attrs_room; /* small: the bytes after the common part */
+    uint8_t type;
+    /* bad: an attribute cannot be keyed. Plan: counted in the execute
+     * filter (v8_watch.c); deferred: finalized for the host, not yet in
+     * cuDNN (v8_plans.c), and being made real by one thread
+     * (materializing). Engine config: the host destroyed it while a
+     * deferred plan or a reader still needed it (cuDNN's destroy waits);
+     * any later call on it is answered as for a destroyed descriptor. */
+    uint8_t finalized : 1, bad : 1, small : 1, watched : 1, deferred : 1, materializing : 1,
+        destroy_pending : 1;
+    int8_t stored; /* engine config, plan: index of the stored choice it is, -1 none */
+    /* ---- small descriptors end here (V8_SHADOW_HEAD) ---- */
     /* The graph this descriptor belongs to (graph, heuristics, engine,
      * engine config, plan), counted in its refs. */
     struct v8_graph *g;
-    /* Tensor, convolution, operation and graph: the attributes as set,
-     * encoded (v8_key.c); bad when one cannot be keyed. */
+    /* Graph: its attributes as set, encoded (v8_key.c). */
     unsigned char *attrs;
-    uint16_t attrs_len;
-    uint16_t attrs_room; /* inline_attrs: the bytes after the common part */
-    uint8_t type;
-    uint8_t finalized : 1, bad : 1, inline_attrs : 1;
-    /* Plan: counted in the execute filter (v8_watch.c); deferred:
-     * finalized for the host, not yet in cuDNN (v8_plans.c), and being
-     * made real by one thread (materializing). Engine
-     * config: the host destroyed it while a deferred plan or a reader
-     * still needed it (cuDNN's destroy waits); any later call on it is
-     * answered as for a destroyed descriptor. */
-    uint8_t watched : 1, deferred : 1, materializing : 1, destroy_pending : 1;
-    int8_t stored; /* engine config, plan: index of the stored choice it is, -1 none */
     union {
         struct { /* graph: its handle and its one operation, encoded */
             cudnnHandle_t handle;
@@ -140,6 +143,18 @@ struct v8_shadow {
         };
     };
 };
+
+#define V8_SHADOW_HEAD 16
+_Static_assert(offsetof(struct v8_shadow, g) == V8_SHADOW_HEAD, "a small shadow's common part is 16 bytes");
+
+/* v8_shadow_graph is the graph s belongs to, or NULL (a small descriptor
+ * belongs to none); v8_shadow_attrs is where s's encoded attributes are. */
+static inline struct v8_graph *v8_shadow_graph(const struct v8_shadow *s) {
+    return s && !s->small ? s->g : NULL;
+}
+static inline unsigned char *v8_shadow_attrs(const struct v8_shadow *s) {
+    return s->small ? (unsigned char *)s + V8_SHADOW_HEAD : s->attrs;
+}
 
 /* One mutex guards every shadow and graph. It is never held across a
  * call into cuDNN that does work (finalize, execute, heuristics), nor

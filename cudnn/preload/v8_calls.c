@@ -103,11 +103,12 @@ EXPORT cudnnStatus_t cudnnBackendDestroyDescriptor(cudnnBackendDescriptor_t desc
 
 /* link makes s belong to the graph from belongs to. v8_mu held. */
 static void link(struct v8_shadow *s, const struct v8_shadow *from, int stored) {
-    if (!s || !from || !from->g) return;
-    if (s->g != from->g) {
+    struct v8_graph *g = v8_shadow_graph(from);
+    if (!s || !g) return;
+    if (s->g != g) {
         if (s->g) v8_graph_unref(s->g);
-        v8_graph_ref(from->g);
-        s->g = from->g;
+        v8_graph_ref(g);
+        s->g = g;
     }
     s->stored = stored;
 }

@@ -191,7 +191,7 @@ void v8_graph_finalized(void *desc) {
     COUNT_V8(v8_graphs);
     if (log_enabled()) log_key("graph", g->stored.n ? "known" : "new", key, key_len);
     pthread_mutex_lock(&v8_mu);
-    s = v8_shadow_get(desc);
+    s = v8_shadow_typed(desc, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
     if (s && !s->g) {
         g->refs = 1;
         s->g = g;
@@ -215,7 +215,7 @@ static __thread struct v8_graph *leading_here;
 
 void v8_heur_finalized(void *heur) {
     pthread_mutex_lock(&v8_mu);
-    struct v8_shadow *h = v8_shadow_get(heur);
+    struct v8_shadow *h = v8_shadow_typed(heur, CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
     struct v8_graph *g = h ? h->g : NULL;
     if (h) h->finalized = 1;
     if (g) v8_moved_on(g);

@@ -3,12 +3,23 @@
  * descriptor cannot be trusted to read back what defines it: cuDNN may
  * normalize, and the host's own values are what it will set again).
  *
- * Each tracked descriptor keeps its attributes encoded, sorted by name:
+ * Each tracked descriptor keeps its attributes encoded, sorted by name, in
+ * canonical records:
  *
  *   u16 name, u8 type, u8 0, u16 count, u16 len, then len bytes:
  *     a value attribute: its count elements as set (little-endian);
  *     a descriptor attribute: for each element, u16 type, u16 len and
  *       that descriptor's own encoding (its content, never its address).
+ *
+ * A small descriptor (tensor, convolution, operation: the many) keeps them
+ * packed instead, the same records in fewer bytes, and is unpacked to
+ * canonical records where its content goes into another's:
+ *
+ *   u16 name, u8 type, u8 count, then
+ *     a descriptor attribute: u16 len and the canonical bytes;
+ *     an integer one (INT64, INT32, an enumerated type): count zigzag
+ *       LEB128 varints (a tensor's dimension of 56 takes 1 byte, not 8);
+ *     any other: its count elements as set.
  *
  * The key of a graph that holds one convolution operation is
  *
@@ -21,12 +32,17 @@
  * know) makes the descriptor, and any graph made of it, unkeyable: such
  * graphs pass through untouched. Layout also in cudnn/doc.go.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "v8.h"
 
-#define ATTRS_MAX 2048 /* bytes of one descriptor's encoding */
+#define ATTRS_MAX 2048 /* bytes of one descriptor's canonical encoding */
+/* bytes of a small descriptor's packed one: its canonical encoding is
+ * checked where it goes into another's (a varint takes at most 10 bytes
+ * for an element's 8, so one past this bound is past ATTRS_MAX too) */
+#define PACKED_MAX (2 * ATTRS_MAX)
 #define ELEMS_MAX 64   /* elements of one value attribute */
 
 /* elem_size is the size of one element of an attribute type, or 0 for one
@@ -62,54 +78,206 @@ static void put16(unsigned char *p, unsigned v) {
 
 static unsigned get16(const unsigned char *p) { return (unsigned)p[0] | (unsigned)p[1] << 8; }
 
-/* record_len is the length of the record at p (8-byte header + data). */
-static size_t record_len(const unsigned char *p) { return 8 + get16(p + 6); }
+/* ---- packed records (small descriptors) ---------------------------------- */
+
+/* varint_type reports whether an attribute type's elements are integers a
+ * packed record holds as zigzag varints (INT64, INT32 and the enumerated
+ * types); the rest keep their bytes. */
+static int varint_type(int type) {
+    size_t es = elem_size(type);
+    return (es == 8 && type == CUDNN_TYPE_INT64) || (es == 4 && type != CUDNN_TYPE_FLOAT);
+}
+
+static size_t put_varint(unsigned char *p, int64_t v) {
+    uint64_t z = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+    size_t n = 0;
+    for (; z >= 0x80; z >>= 7) p[n++] = (unsigned char)(z | 0x80);
+    p[n++] = (unsigned char)z;
+    return n;
+}
+
+/* get_varint reads one varint of at most avail bytes into *v; returns its
+ * length, or 0 when it runs past avail. */
+static size_t get_varint(const unsigned char *p, size_t avail, int64_t *v) {
+    uint64_t z = 0;
+    for (size_t n = 0; n < avail && n < 10; n++) {
+        z |= (uint64_t)(p[n] & 0x7F) << (7 * n);
+        if (!(p[n] & 0x80)) {
+            *v = (int64_t)(z >> 1) ^ -(int64_t)(z & 1);
+            return n + 1;
+        }
+    }
+    return 0;
+}
+
+/* pack rewrites the canonical record rec (n bytes) as a packed one into
+ * out: u16 name, u8 type, u8 count, then a descriptor attribute's u16 len
+ * and canonical bytes, an integer attribute's elements as zigzag varints,
+ * or any other attribute's bytes as set. Returns its length. */
+static size_t pack(const unsigned char *rec, size_t n, unsigned char *out) {
+    int type = rec[2];
+    unsigned count = get16(rec + 4), len = get16(rec + 6);
+    memcpy(out, rec, 3);
+    out[3] = (unsigned char)count; /* at most ELEMS_MAX, or 8 descriptors */
+    if (type == CUDNN_TYPE_BACKEND_DESCRIPTOR) {
+        put16(out + 4, len);
+        memcpy(out + 6, rec + 8, len);
+        return 6 + len;
+    }
+    if (!varint_type(type)) {
+        memcpy(out + 4, rec + 8, n - 8);
+        return 4 + (n - 8);
+    }
+    size_t es = elem_size(type), m = 4;
+    for (unsigned i = 0; i < count; i++) {
+        int64_t v;
+        if (es == 8) {
+            memcpy(&v, rec + 8 + i * 8, 8);
+        } else {
+            int32_t w;
+            memcpy(&w, rec + 8 + i * 4, 4);
+            v = w;
+        }
+        m += put_varint(out + m, v);
+    }
+    return m;
+}
+
+/* unpack writes the canonical form of the packed record at p (at most
+ * avail bytes) into out (cap bytes; NULL: only measures); *used is the
+ * packed length. Returns the canonical length, or 0 when either does not
+ * fit. */
+static size_t unpack(const unsigned char *p, size_t avail, unsigned char *out, size_t cap, size_t *used) {
+    if (avail < 4) return 0;
+    int type = p[2];
+    unsigned count = p[3];
+    size_t es = elem_size(type), in = 4, len;
+    if (type == CUDNN_TYPE_BACKEND_DESCRIPTOR) {
+        if (avail < 6) return 0;
+        len = get16(p + 4);
+        in = 6 + len;
+        if (in > avail || (out && 8 + len > cap)) return 0;
+        if (out) memcpy(out + 8, p + 6, len);
+    } else {
+        len = count * es;
+        if (out && 8 + len > cap) return 0;
+        if (!out && varint_type(type)) { /* measures: skips count varints */
+            for (unsigned i = 0; i < count; in++) {
+                if (in >= avail) return 0;
+                if (!(p[in] & 0x80)) i++;
+            }
+            *used = in;
+            return 8 + len;
+        }
+        for (unsigned i = 0; i < count; i++) {
+            if (!varint_type(type)) {
+                if (in + es > avail) return 0;
+                if (out) memcpy(out + 8 + i * es, p + in, es);
+                in += es;
+                continue;
+            }
+            int64_t v;
+            size_t k = get_varint(p + in, avail - in, &v);
+            if (!k) return 0;
+            in += k;
+            if (!out) continue;
+            if (es == 8) {
+                memcpy(out + 8 + i * 8, &v, 8);
+            } else {
+                int32_t w = (int32_t)v;
+                memcpy(out + 8 + i * 4, &w, 4);
+            }
+        }
+    }
+    if (out) {
+        memcpy(out, p, 3);
+        out[3] = 0;
+        put16(out + 4, count);
+        put16(out + 6, (unsigned)len);
+    }
+    *used = in;
+    return 8 + len;
+}
+
+/* record_len is the length of s's record at p (at most avail bytes): a
+ * canonical record's 8-byte header and data, or a packed one's. */
+static size_t record_len(const struct v8_shadow *s, const unsigned char *p, size_t avail) {
+    if (!s->small) return 8 + get16(p + 6);
+    size_t used = avail; /* (unpack fails only on bytes the interposer did not pack) */
+    (void)unpack(p, avail, NULL, 0, &used);
+    return used;
+}
+
+/* canonical writes s's encoding as the key has it (canonical records,
+ * sorted by name) into out (cap bytes); returns its length, or SIZE_MAX
+ * when it does not fit. */
+static size_t canonical(const struct v8_shadow *s, unsigned char *out, size_t cap) {
+    const unsigned char *a = v8_shadow_attrs(s);
+    if (!s->small) {
+        if (s->attrs_len > cap) return SIZE_MAX;
+        memcpy(out, a, s->attrs_len);
+        return s->attrs_len;
+    }
+    size_t at = 0, n = 0;
+    while (at < s->attrs_len) {
+        size_t used = 0, m = unpack(a + at, s->attrs_len - at, out + n, cap - n, &used);
+        if (!m) return SIZE_MAX;
+        at += used;
+        n += m;
+    }
+    return n;
+}
+
+/* ---- one descriptor's records --------------------------------------------- */
 
 /* capacity is the size of the buffer for an encoding of len bytes: grown
- * by doubling, so that the few sets of a tensor cost few reallocations. */
+ * by doubling, so that the few sets of a graph cost few reallocations. */
 static size_t capacity(size_t len) {
     size_t c = 128;
     while (c < len) c *= 2;
     return c;
 }
 
-/* replace puts rec (n bytes, name first) into s's sorted encoding; it
- * returns s, which may have moved. */
+/* replace puts rec (n bytes, name first, in s's format) into s's sorted
+ * encoding; it returns s, which may have moved. */
 static struct v8_shadow *replace(struct v8_shadow *s, const unsigned char *rec, size_t n) {
     unsigned name = get16(rec);
+    unsigned char *a = v8_shadow_attrs(s);
     size_t at = 0, old = 0;
     while (at < s->attrs_len) {
-        unsigned have = get16(s->attrs + at);
+        unsigned have = get16(a + at);
+        size_t m = record_len(s, a + at, s->attrs_len - at);
         if (have == name) {
-            old = record_len(s->attrs + at);
+            old = m;
             break;
         }
         if (have > name) break;
-        at += record_len(s->attrs + at);
+        at += m;
     }
     size_t len = s->attrs_len - old + n;
-    if (len > ATTRS_MAX) {
+    if (len > (s->small ? PACKED_MAX : ATTRS_MAX)) {
         s->bad = 1;
         return s;
     }
     /* In place, the room there is; apart, at least capacity(attrs_len). */
-    size_t room = s->inline_attrs ? s->attrs_room : s->attrs ? capacity(s->attrs_len) : 0;
+    size_t room = s->small ? s->attrs_room : s->attrs ? capacity(s->attrs_len) : 0;
     if (len > room) {
-        struct v8_shadow *t = v8_shadow_attrs_grow(s, capacity(len));
+        struct v8_shadow *t = v8_shadow_attrs_grow(s, s->small ? len : capacity(len));
         if (!t) {
             s->bad = 1;
             return s;
         }
         s = t;
+        a = v8_shadow_attrs(s);
     }
-    memmove(s->attrs + at + n, s->attrs + at + old, s->attrs_len - at - old);
-    memcpy(s->attrs + at, rec, n);
+    memmove(a + at + n, a + at + old, s->attrs_len - at - old);
+    memcpy(a + at, rec, n);
     s->attrs_len = (uint16_t)len;
     return s;
 }
 
 struct v8_shadow *v8_attrs_put(struct v8_shadow *s, int name, int type, int64_t count, const void *elements) {
-    unsigned char rec[8 + ATTRS_MAX];
+    unsigned char rec[8 + ATTRS_MAX], packed[8 + ATTRS_MAX];
     size_t n = 8;
     if (name < 0 || name > 0xFFFF || count < 0 || (count > 0 && !elements)) {
         s->bad = 1;
@@ -128,14 +296,16 @@ struct v8_shadow *v8_attrs_put(struct v8_shadow *s, int name, int type, int64_t 
         void *const *subs = elements;
         for (int64_t i = 0; i < count; i++) {
             const struct v8_shadow *sub = v8_shadow_get(subs[i]);
-            if (!sub || sub->bad || !sub->finalized || n + 4 + sub->attrs_len > sizeof rec) {
+            size_t m = sub && !sub->bad && sub->finalized && n + 4 <= sizeof rec
+                           ? canonical(sub, rec + n + 4, sizeof rec - n - 4)
+                           : SIZE_MAX;
+            if (m == SIZE_MAX) {
                 s->bad = 1;
                 return s;
             }
             put16(rec + n, (unsigned)sub->type);
-            put16(rec + n + 2, (unsigned)sub->attrs_len);
-            memcpy(rec + n + 4, sub->attrs, sub->attrs_len);
-            n += 4 + sub->attrs_len;
+            put16(rec + n + 2, (unsigned)m);
+            n += 4 + m;
             if (s->type == CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR && name == CUDNN_ATTR_OPERATIONGRAPH_OPS)
                 s->op_type = sub->type;
         }
@@ -159,7 +329,8 @@ struct v8_shadow *v8_attrs_put(struct v8_shadow *s, int name, int type, int64_t 
     rec[3] = 0;
     put16(rec + 4, (unsigned)count);
     put16(rec + 6, (unsigned)(n - 8));
-    return replace(s, rec, n);
+    if (!s->small) return replace(s, rec, n);
+    return replace(s, packed, pack(rec, n, packed));
 }
 
 static int is_conv_op(int type) {
@@ -171,6 +342,6 @@ static int is_conv_op(int type) {
 size_t v8_key(const struct v8_shadow *g, unsigned char *out, size_t cap) {
     if (g->bad || g->nops != 1 || !is_conv_op(g->op_type) || 4 + (size_t)g->attrs_len > cap) return 0;
     memcpy(out, "ccg1", 4);
-    memcpy(out + 4, g->attrs, g->attrs_len);
+    memcpy(out + 4, v8_shadow_attrs(g), g->attrs_len);
     return 4 + g->attrs_len;
 }

@@ -285,7 +285,7 @@ int v8_destroying(void *desc, cudnnStatus_t *st) {
         return 0;
     }
     if (s && s->type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR) cfg = v8_plan_release(s);
-    if (s && s->g && s->type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR && s->finalized) {
+    if (s && s->type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR && s->g && s->finalized) {
         g = s->g;
         g->plans--;
         if (s->stored >= 0) g->stored_plans--;
@@ -318,7 +318,7 @@ int v8_destroying(void *desc, cudnnStatus_t *st) {
         } else if (g->phase == G_SERVING && g->plans <= 1) {
             g->earnest = 1; /* the others are gone: the candidate's next run is in earnest */
         }
-    } else if (s && s->g && s->type == CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR) {
+    } else if (s && s->type == CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR && s->g) {
         s->g->graph_gone = 1;
         if (s->g->executed) s->g->post = 1;
     }

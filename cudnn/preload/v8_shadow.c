@@ -9,10 +9,10 @@
  *
  * The table grows with the live shadows (a lookup reads one slot or a few
  * neighbours, whatever the host keeps alive) and shrinks when most are
- * gone. A tensor's
- * shadow is the common part of struct v8_shadow only (32 bytes, and its
- * encoded attributes); graphs, heuristics, configs and plans carry their
- * own part too.
+ * gone. A tensor's,
+ * a convolution's or an operation's shadow is the common part of struct
+ * v8_shadow only (16 bytes) and its packed attributes, in one allocation;
+ * graphs, heuristics, configs and plans carry their own part too.
  *
  * One mutex (v8_mu) guards the table and every graph: the calls that take
  * it (create, set, finalize, destroy, heuristics, and executes of the
@@ -163,13 +163,26 @@ int v8_shadow_tracked_type(int type) {
     return 0;
 }
 
-#define HEAD offsetof(struct v8_shadow, handle) /* the common part */
-#define INLINE_ATTRS 128                          /* what a tensor's attributes take, at least */
+/* small_type reports whether type's descriptors are small: the many a
+ * host makes of each graph (tensors, convolutions, operations), whose
+ * shadow is the common part and their packed attributes after it, in one
+ * allocation (grown when they outgrow it: v8_shadow_attrs_grow). */
+static int small_type(int type) {
+    return type == CUDNN_BACKEND_TENSOR_DESCRIPTOR || type == CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR ||
+           type == CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR ||
+           type == CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR ||
+           type == CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR;
+}
 
-/* shadow_size is what a shadow of type needs: the common part, and the
- * typed part for the types that have one. The many small descriptors
- * (tensors, convolutions, operations) keep their attributes in the same
- * allocation, grown at the first one. */
+/* A small shadow is made with room for SMALL_ROOM bytes of attributes:
+ * what a convolution's tensor takes packed (36 bytes), so that the common
+ * part and they fill one 64-byte malloc chunk (56 bytes and its 8-byte
+ * header), made once. */
+#define SMALL_ROOM 40
+
+/* shadow_size is what a new shadow of type needs: a small one's common
+ * part and room; the rest also their graph and attributes' place, and the
+ * typed part for the types that have one. */
 static size_t shadow_size(int type) {
     switch (type) {
     case CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR:
@@ -178,33 +191,34 @@ static size_t shadow_size(int type) {
     case CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR:
         return sizeof(struct v8_shadow);
     }
-    return HEAD;
+    return small_type(type) ? V8_SHADOW_HEAD + SMALL_ROOM : offsetof(struct v8_shadow, handle);
 }
 
-/* attrs_inline reports whether type's attributes live in its shadow's own
- * allocation (room made at the first one: v8_shadow_attrs_grow). */
-static int attrs_inline(int type) {
-    return type == CUDNN_BACKEND_TENSOR_DESCRIPTOR || type == CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR ||
-           type == CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR ||
-           type == CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR ||
-           type == CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR;
+/* small_room is the room a small shadow that needs cap bytes of
+ * attributes grows to: at least half as much again as it had (a few sets,
+ * few moves), filling malloc's chunk (a multiple of 16, less its 8-byte
+ * header). */
+static size_t small_room(size_t had, size_t cap) {
+    size_t want = had + had / 2;
+    if (want < cap) want = cap;
+    return ((V8_SHADOW_HEAD + want + 8 + 15) & ~(size_t)15) - 8 - V8_SHADOW_HEAD;
 }
 
 struct v8_shadow *v8_shadow_attrs_grow(struct v8_shadow *s, size_t cap) {
-    if (!s->inline_attrs) {
+    if (!s->small) {
         unsigned char *b = realloc(s->attrs, cap);
         if (!b) return NULL;
         s->attrs = b;
         return s;
     }
+    cap = small_room(s->attrs_room, cap);
     if (cap > 0xFFFF) return NULL;
-    if (cap < INLINE_ATTRS) cap = INLINE_ATTRS;
-    size_t i = find(s->desc);
-    struct v8_shadow *t = realloc(s, HEAD + cap);
+    size_t i = nslots ? find(s->desc) : 0;
+    int tracked = nslots && table[i].s == s;
+    struct v8_shadow *t = realloc(s, V8_SHADOW_HEAD + cap);
     if (!t) return NULL;
-    t->attrs = (unsigned char *)t + HEAD;
     t->attrs_room = (uint16_t)cap;
-    table[i].s = t;
+    if (tracked) table[i].s = t;
     return t;
 }
 
@@ -212,7 +226,8 @@ struct v8_shadow *v8_shadow_new(void *desc, int type) {
     size_t size = shadow_size(type);
     struct v8_shadow *s = desc ? calloc(1, size) : NULL;
     if (!s) return NULL;
-    s->inline_attrs = attrs_inline(type);
+    s->small = small_type(type);
+    if (s->small) s->attrs_room = SMALL_ROOM;
     s->desc = desc;
     s->type = (uint8_t)type;
     s->stored = -1;
@@ -247,8 +262,10 @@ void v8_shadow_drop(const void *desc) {
         v8_shadow_plan_leave(s);
     }
     if (s->type == CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR) v8_heur_plan_free(s->heur_plan);
-    if (s->g) v8_graph_unref(s->g);
-    if (!s->inline_attrs) free(s->attrs);
+    if (!s->small) {
+        if (s->g) v8_graph_unref(s->g);
+        free(s->attrs);
+    }
     free(s);
     if (nslots > MIN_SLOTS && (size_t)live * 8 < nslots) resize(nslots / 2);
 }

@@ -102,7 +102,7 @@ void v8_time_call(struct v8_timer *t, const void *desc) {
     if (!desc) return;
     pthread_mutex_lock(&v8_mu);
     struct v8_shadow *s = v8_shadow_get(desc);
-    if (s && s->g) {
+    if (v8_shadow_graph(s)) {
         t->g = s->g;
         v8_graph_ref(t->g);
     }

@@ -1,0 +1,280 @@
+/*
+ * A graph's key (cudnn/preload/v8_key.c), with the shadow table
+ * (v8_shadow.c), compiled in alone: the key of a graph whose tensors,
+ * convolution and operation keep their attributes packed is, byte for
+ * byte, the canonical encoding a plain reference encoder here makes of
+ * what the host set (every attribute type, extreme integers, empty and
+ * longest lists, attributes set again, in any order); and a convolution
+ * tensor's attributes take the few bytes docs/performance.md counts.
+ *
+ *   key_test [ROUNDS]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../check_plain.h"
+#include "v8.h"
+
+/* v8_shadow.c's calls into the rest of the interposer: no graph, plan or
+ * heuristics is made here. */
+void v8_unwatch(struct v8_shadow *p) { (void)p; }
+void v8_heur_plan_free(struct v8_heur_plan *hp) { (void)hp; }
+void v8_graph_unref(struct v8_graph *g) { (void)g; }
+
+/* ---- the reference: what the host set, encoded canonically -------------- */
+
+#define MAX_ATTRS 12
+#define MAX_BYTES (64 * 16)
+
+struct ref_attr {
+    int name, type, count;
+    unsigned char bytes[MAX_BYTES]; /* values as set */
+    struct ref_desc *subs[8];       /* descriptor attributes */
+};
+
+struct ref_desc {
+    void *desc;
+    int type, n;
+    struct ref_attr a[MAX_ATTRS];
+};
+
+static size_t put16(unsigned char *p, unsigned v) {
+    p[0] = (unsigned char)v;
+    p[1] = (unsigned char)(v >> 8);
+    return 2;
+}
+
+static size_t esize(int type) {
+    switch (type) {
+    case CUDNN_TYPE_BOOLEAN:
+    case 24:
+        return 1;
+    case CUDNN_TYPE_INT64:
+    case CUDNN_TYPE_DOUBLE:
+        return 8;
+    case 26:
+        return 16;
+    }
+    return 4;
+}
+
+/* enc holds the reference's encodings: at most 3 tensors and a
+ * convolution of 10 attributes of 64 16-byte elements each. */
+static unsigned char enc[1 << 17];
+
+/* encode writes d's canonical records, sorted by name. */
+static size_t encode(const struct ref_desc *d, unsigned char *out) {
+    size_t n = 0;
+    int done[MAX_ATTRS] = {0};
+    for (int k = 0; k < d->n; k++) {
+        int best = -1;
+        for (int i = 0; i < d->n; i++)
+            if (!done[i] && (best < 0 || d->a[i].name < d->a[best].name)) best = i;
+        done[best] = 1;
+        const struct ref_attr *a = &d->a[best];
+        size_t at = n;
+        n += put16(out + n, (unsigned)a->name);
+        out[n++] = (unsigned char)a->type;
+        out[n++] = 0;
+        n += put16(out + n, (unsigned)a->count);
+        n += 2; /* length, below */
+        if (a->type == CUDNN_TYPE_BACKEND_DESCRIPTOR) {
+            for (int i = 0; i < a->count; i++) {
+                size_t m = encode(a->subs[i], out + n + 4);
+                n += put16(out + n, (unsigned)a->subs[i]->type);
+                n += put16(out + n, (unsigned)m);
+                n += m;
+            }
+        } else {
+            size_t m = (size_t)a->count * esize(a->type);
+            memcpy(out + n, a->bytes, m);
+            n += m;
+        }
+        put16(out + at + 6, (unsigned)(n - at - 8));
+    }
+    return n;
+}
+
+/* ---- the host: sets through v8_attrs_put, as v8_calls.c does ------------ */
+
+static unsigned long long rng = 0x9E3779B97F4A7C15ull;
+
+static uint64_t next(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+/* value is an integer of the kinds hosts and attackers set: small, large,
+ * negative, the extremes. */
+static int64_t value(void) {
+    switch (next() % 8) {
+    case 0:
+        return INT64_MIN;
+    case 1:
+        return INT64_MAX;
+    case 2:
+        return -(int64_t)(next() % 1000);
+    case 3:
+        return (int64_t)next();
+    case 4:
+        return (int64_t)(next() % (1u << 24));
+    default:
+        return (int64_t)(next() % 300);
+    }
+}
+
+/* set sets a value attribute on d, and records it in the reference. */
+static void set(struct ref_desc *d, int name, int type, int count, const void *elements) {
+    pthread_mutex_lock(&v8_mu);
+    struct v8_shadow *s = v8_shadow_get(d->desc);
+    CHECK(s != NULL);
+    (void)v8_attrs_put(s, name, type, count, elements);
+    s = v8_shadow_get(d->desc);
+    CHECK(!s->bad); /* a small descriptor's size is checked where it is used */
+    pthread_mutex_unlock(&v8_mu);
+    struct ref_attr *a = NULL;
+    for (int i = 0; i < d->n; i++)
+        if (d->a[i].name == name) a = &d->a[i];
+    if (!a) {
+        CHECK(d->n < MAX_ATTRS);
+        a = &d->a[d->n++];
+    }
+    a->name = name;
+    a->type = type;
+    a->count = count;
+    memcpy(a->bytes, elements, (size_t)count * esize(type));
+}
+
+static struct ref_desc *made(void *desc, int type) {
+    struct ref_desc *d = calloc(1, sizeof *d);
+    CHECK(d != NULL);
+    d->desc = desc;
+    d->type = type;
+    pthread_mutex_lock(&v8_mu);
+    v8_shadow_add(v8_shadow_new(desc, type));
+    pthread_mutex_unlock(&v8_mu);
+    return d;
+}
+
+static void finalize(struct ref_desc *d) {
+    pthread_mutex_lock(&v8_mu);
+    v8_shadow_get(d->desc)->finalized = 1;
+    pthread_mutex_unlock(&v8_mu);
+}
+
+/* random_attrs sets n value attributes of every keyed type on d, some
+ * twice (the second set replaces the first), names in any order; at most
+ * one of the longest (64 elements), so that a graph is too long to be
+ * keyed now and then, never one descriptor alone. */
+static void random_attrs(struct ref_desc *d, int n) {
+    int longest = 0;
+    static const int types[] = {CUDNN_TYPE_INT64, 23, CUDNN_TYPE_DATA_TYPE, CUDNN_TYPE_FLOAT, CUDNN_TYPE_DOUBLE,
+                                CUDNN_TYPE_BOOLEAN, 24, 26, CUDNN_TYPE_CONVOLUTION_MODE};
+    for (int k = 0; k < n; k++) {
+        int name = 900 + (int)(next() % 10), type = types[next() % (sizeof types / sizeof types[0])];
+        int count = next() % 16 == 0 && !longest++ ? 64 : (int)(next() % 6);
+        unsigned char b[MAX_BYTES];
+        size_t es = esize(type);
+        for (int i = 0; i < count; i++) {
+            int64_t v = value();
+            if (es == 8 || es == 16) memcpy(b + i * es, &v, 8);
+            if (es == 16) memcpy(b + i * es + 8, &(int64_t){value()}, 8);
+            if (es == 4) memcpy(b + i * 4, &(int32_t){(int32_t)v}, 4);
+            if (es == 1) b[i] = (unsigned char)v;
+        }
+        set(d, name, type, count, b);
+    }
+}
+
+/* set_subs sets a descriptor attribute on d, and records it in the
+ * reference. */
+static void set_subs(struct ref_desc *d, int name, struct ref_desc **subs, int count) {
+    void *descs[8];
+    for (int i = 0; i < count; i++) descs[i] = subs[i]->desc;
+    pthread_mutex_lock(&v8_mu);
+    struct v8_shadow *s = v8_shadow_get(d->desc);
+    (void)v8_attrs_put(s, name, CUDNN_TYPE_BACKEND_DESCRIPTOR, count, descs);
+    pthread_mutex_unlock(&v8_mu);
+    struct ref_attr *a = NULL;
+    for (int i = 0; i < d->n; i++)
+        if (d->a[i].name == name) a = &d->a[i];
+    if (!a) a = &d->a[d->n++];
+    a->name = name;
+    a->type = CUDNN_TYPE_BACKEND_DESCRIPTOR;
+    a->count = count;
+    for (int i = 0; i < count; i++) a->subs[i] = subs[i];
+}
+
+int main(int argc, char **argv) {
+    int rounds = argc > 1 ? atoi(argv[1]) : 2000;
+    static char addresses[64];
+    int unkeyed = 0;
+    for (int r = 0; r < rounds; r++) {
+        struct ref_desc *t[3], *conv, *op, *graph;
+        for (int i = 0; i < 3; i++) {
+            t[i] = made(&addresses[i], CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+            random_attrs(t[i], 1 + (int)(next() % 10));
+            finalize(t[i]);
+        }
+        conv = made(&addresses[3], CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
+        random_attrs(conv, (int)(next() % 8));
+        finalize(conv);
+        op = made(&addresses[4], CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
+        set_subs(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, &t[0], 1);
+        random_attrs(op, (int)(next() % 3));
+        set_subs(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, &t[1], 1);
+        set_subs(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, &t[2], 1);
+        set_subs(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, &conv, 1);
+        finalize(op);
+        graph = made(&addresses[5], CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+        set_subs(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, &op, 1);
+
+        unsigned char got[CONVCACHE_KEY_MAX];
+        memcpy(enc, "ccg1", 4);
+        size_t wn = 4 + encode(graph, enc + 4);
+        pthread_mutex_lock(&v8_mu);
+        size_t gn = v8_key(v8_shadow_get(graph->desc), got, sizeof got);
+        for (int i = 0; i < 6; i++) v8_shadow_drop(&addresses[i]);
+        CHECK(v8_shadow_live() == 0);
+        pthread_mutex_unlock(&v8_mu);
+        if (wn - 4 > 2048) {
+            CHECK(gn == 0); /* longer than a descriptor's encoding may be: not served */
+            unkeyed++;
+        } else {
+            CHECK(gn == wn);
+            CHECK(memcmp(got, enc, wn) == 0);
+        }
+        for (int i = 0; i < 3; i++) free(t[i]);
+        free(conv);
+        free(op);
+        free(graph);
+    }
+
+    /* A convolution's tensor, as shadow_scale and PyTorch set it: 4
+     * dimensions and strides, data type, unique id, alignment. */
+    struct ref_desc *x = made(&addresses[0], CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+    int64_t dims[4] = {16, 64, 56, 56}, strides[4] = {200704, 3136, 56, 1}, uid = 'x', align = 16;
+    cudnnDataType_t dt = CUDNN_DATA_FLOAT;
+    set(x, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt);
+    set(x, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims);
+    set(x, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides);
+    set(x, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
+    set(x, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align);
+    pthread_mutex_lock(&v8_mu);
+    const struct v8_shadow *s = v8_shadow_get(x->desc);
+    printf("key_test: a convolution's tensor: %u bytes of attributes packed (%d canonical), "
+           "%u of room after a %d-byte common part\n",
+           s->attrs_len, 5 * 8 + 4 + 32 + 32 + 8 + 8, s->attrs_room, V8_SHADOW_HEAD);
+    CHECK(s->attrs_len <= 40 && s->attrs_room == 40);
+    v8_shadow_drop(x->desc);
+    pthread_mutex_unlock(&v8_mu);
+    free(x);
+    printf("key_test: %d graphs keyed as the reference encodes them (%d too long to be keyed, as it "
+           "says): ok\n",
+           rounds - unkeyed, unkeyed);
+    CHECK(unkeyed < rounds / 2);
+    return 0;
+}
