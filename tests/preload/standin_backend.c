@@ -73,7 +73,19 @@ void standin_backend_get_stats(struct standin_backend_stats *out) {
 #define BUCKETS (1 << 20)
 static struct desc *live[BUCKETS];
 
-static size_t bucket(const void *p) { return (size_t)(((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ull >> 44) % BUCKETS; }
+/* bucket mixes all of p's bits (murmur3's finalizer): a multiplicative hash
+ * alone sent the addresses of some allocation patterns (the descriptors
+ * interleaved with a host's or an interposer's own allocations) to a few
+ * buckets, and the chains, not the host, dominated the time. */
+static size_t bucket(const void *p) {
+    uint64_t h = (uint64_t)(uintptr_t)p;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 33;
+    return (size_t)h % BUCKETS;
+}
 
 struct desc *sb_live(const void *p) {
     if (!p) return NULL;
