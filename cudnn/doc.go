@@ -185,8 +185,8 @@
 // freed when the host destroys it, at most 2^21 of them, in an open-
 // addressing table that grows and shrinks with them; a tensor's,
 // convolution's or operation's shadow is 16 bytes and its attributes as
-// set, packed (integers as varints: a convolution's tensor takes 36 bytes,
-// not the key's 124), in one allocation.
+// set, packed (integers as varints: a convolution's tensor takes 41 bytes,
+// not the key's 124), in one 64-byte slot of the interposer's own slabs.
 //
 // The key, layout 1: "ccg1", then the graph's attributes (its handle
 // left out), each a record

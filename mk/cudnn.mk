@@ -94,10 +94,10 @@ $(STANDIN_DIR)/choices_test: tests/preload/choices_test.c tests/check_plain.h cu
 # A graph's key from packed and canonical attributes, its code compiled in
 # alone with the shadow table.
 $(STANDIN_DIR)/key_test: tests/preload/key_test.c tests/check_plain.h cudnn/preload/v8_key.c cudnn/preload/v8_shadow.c \
-  $(PRELOAD_HDR)
+  cudnn/preload/v8_slab.c $(PRELOAD_HDR)
 	@mkdir -p $(STANDIN_DIR)
 	$(CC) $(CFLAGS) -Iinclude -Icudnn/engine -Icudnn/preload -o $@ $< cudnn/preload/v8_key.c \
-	  cudnn/preload/v8_shadow.c -lpthread
+	  cudnn/preload/v8_shadow.c cudnn/preload/v8_slab.c -lpthread
 
 $(STANDIN_DIR)/scope_test: tests/preload/scope_test.c $(LIB) $(BUILD)/include/.stamp
 	@mkdir -p $(STANDIN_DIR)
@@ -132,9 +132,14 @@ $(BUILD)/bench/v8/shadow_scale: bench/v8/shadow_scale.c cudnn/engine/backend_api
 	$(CC) $(CFLAGS) -Icudnn/engine -o $@ $< -L$(STANDIN_DIR) -l:libcudnn.so.9 -l:libcuda.so.1 \
 	  -Wl,-rpath,$(ABS_BUILD)/tests/preload
 
+# The real cuDNN's descriptors as shadow_scale's other baseline: the
+# driver functions its sublibraries need beside the stand-in's.
+$(BUILD)/bench/v8/libcuda_extra.so: bench/v8/cuda_extra.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -fPIC -shared -o $@ $<
 .PHONY: bench-v8-preload
 bench-v8-preload: $(PRELOAD_LIB) $(LIB) $(BUILD)/convcache $(BUILD)/tests/v8fe/torch_like $(BUILD)/bench/v8/exec_overhead \
-  $(BUILD)/bench/v8/shadow_scale
+  $(BUILD)/bench/v8/shadow_scale $(BUILD)/bench/v8/libcuda_extra.so $(STANDINS) nvidia-cudnn
 	sh bench/v8/run.sh $(BUILD) $(BUILD)/tests/v8fe/torch_like --report
 BENCH_TARGETS += bench-v8-preload
 

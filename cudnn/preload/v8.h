@@ -4,6 +4,7 @@
  *
  *   v8_calls.c    the six cudnnBackend* functions, and the real ones
  *   v8_shadow.c   what the interposer knows of each live descriptor
+ *   v8_slab.c     the small shadows' memory: 64-byte slots of its own
  *   v8_key.c      a graph's key, from the attributes recorded as set
  *   v8_graph.c    one operation graph's life: look up, serve, record
  *   v8_reorder.c  the stored choices moved to the front of heuristics
@@ -109,7 +110,7 @@ struct v8_shadow {
      * deferred plan or a reader still needed it (cuDNN's destroy waits);
      * any later call on it is answered as for a destroyed descriptor. */
     uint8_t finalized : 1, bad : 1, small : 1, watched : 1, deferred : 1, materializing : 1,
-        destroy_pending : 1;
+        destroy_pending : 1, slab : 1; /* slab: in a slot of v8_slab.c */
     int8_t stored; /* engine config, plan: index of the stored choice it is, -1 none */
     /* ---- small descriptors end here (V8_SHADOW_HEAD) ---- */
     /* The graph this descriptor belongs to (graph, heuristics, engine,
@@ -145,7 +146,13 @@ struct v8_shadow {
 };
 
 #define V8_SHADOW_HEAD 16
+#define V8_SLOT 64 /* a small shadow's slot (v8_slab.c) */
 _Static_assert(offsetof(struct v8_shadow, g) == V8_SHADOW_HEAD, "a small shadow's common part is 16 bytes");
+
+/* v8_slab_alloc returns a zeroed V8_SLOT-byte slot, or NULL; v8_slab_free
+ * gives one back (v8_mu held: v8_slab.c). */
+void *v8_slab_alloc(void);
+void v8_slab_free(void *slot);
 
 /* v8_shadow_graph is the graph s belongs to, or NULL (a small descriptor
  * belongs to none); v8_shadow_attrs is where s's encoded attributes are. */
@@ -176,12 +183,11 @@ struct v8_shadow *v8_shadow_typed(const void *desc, int type);
 struct v8_shadow *v8_shadow_attrs_grow(struct v8_shadow *s, size_t cap);
 /* v8_shadow_tracked_type reports whether descriptors of type get a shadow. */
 int v8_shadow_tracked_type(int type);
-/* v8_shadow_new makes the shadow of a new descriptor (v8_mu not needed),
- * and v8_shadow_add tracks it (v8_mu held); past the bound on live
- * shadows it is freed instead (the descriptor is then unknown, and a graph
- * made of it is passed through). */
-struct v8_shadow *v8_shadow_new(void *desc, int type);
-void v8_shadow_add(struct v8_shadow *s);
+/* v8_shadow_add makes and tracks the shadow of a new descriptor of type
+ * (v8_mu held); past the bound on live shadows, or out of memory, it
+ * makes none (the descriptor is then unknown, and a graph made of it
+ * passes through). */
+void v8_shadow_add(void *desc, int type);
 /* v8_shadow_drop forgets desc (v8_mu held), dropping its graph reference. */
 void v8_shadow_drop(const void *desc);
 /* v8_shadow_plan_join puts plan p on its graph's list of finalized plans,

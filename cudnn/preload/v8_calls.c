@@ -81,10 +81,9 @@ EXPORT cudnnStatus_t cudnnBackendCreateDescriptor(cudnnBackendDescriptorType_t t
     cudnnStatus_t st = r->create(type, desc);
     in_real--;
     if (st == CUDNN_STATUS_SUCCESS && desc && *desc && v8_shadow_tracked_type((int)type)) {
-        v8_shadow_prefetch(*desc); /* while the shadow is made */
-        struct v8_shadow *s = v8_shadow_new(*desc, (int)type);
+        v8_shadow_prefetch(*desc); /* while the lock is taken */
         pthread_mutex_lock(&v8_mu);
-        v8_shadow_add(s);
+        v8_shadow_add(*desc, (int)type);
         pthread_mutex_unlock(&v8_mu);
     }
     return st;

@@ -15,11 +15,11 @@
  * packed instead, the same records in fewer bytes, and is unpacked to
  * canonical records where its content goes into another's:
  *
- *   u16 name, u8 type, u8 count, then
- *     a descriptor attribute: u16 len and the canonical bytes;
- *     an integer one (INT64, INT32, an enumerated type): count zigzag
- *       LEB128 varints (a tensor's dimension of 56 takes 1 byte, not 8);
- *     any other: its count elements as set.
+ *   u16 name, u8 type, u8 count, LEB128 len, then len bytes:
+ *     an integer attribute (INT64, INT32, an enumerated type): count
+ *       zigzag LEB128 varints (a tensor's dimension of 56 takes 1 byte,
+ *       not 8);
+ *     any other: its bytes as in the canonical record.
  *
  * The key of a graph that holds one convolution operation is
  *
@@ -88,99 +88,86 @@ static int varint_type(int type) {
     return (es == 8 && type == CUDNN_TYPE_INT64) || (es == 4 && type != CUDNN_TYPE_FLOAT);
 }
 
-static size_t put_varint(unsigned char *p, int64_t v) {
-    uint64_t z = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+/* put_uvarint writes z as LEB128 (1 to 10 bytes); returns its length. */
+static size_t put_uvarint(unsigned char *p, uint64_t z) {
     size_t n = 0;
     for (; z >= 0x80; z >>= 7) p[n++] = (unsigned char)(z | 0x80);
     p[n++] = (unsigned char)z;
     return n;
 }
 
-/* get_varint reads one varint of at most avail bytes into *v; returns its
- * length, or 0 when it runs past avail. */
-static size_t get_varint(const unsigned char *p, size_t avail, int64_t *v) {
-    uint64_t z = 0;
+/* get_uvarint reads one LEB128 of at most avail bytes into *z; returns
+ * its length, or 0 when it runs past avail. */
+static size_t get_uvarint(const unsigned char *p, size_t avail, uint64_t *z) {
+    uint64_t v = 0;
     for (size_t n = 0; n < avail && n < 10; n++) {
-        z |= (uint64_t)(p[n] & 0x7F) << (7 * n);
+        v |= (uint64_t)(p[n] & 0x7F) << (7 * n);
         if (!(p[n] & 0x80)) {
-            *v = (int64_t)(z >> 1) ^ -(int64_t)(z & 1);
+            *z = v;
             return n + 1;
         }
     }
     return 0;
 }
 
-/* pack rewrites the canonical record rec (n bytes) as a packed one into
- * out: u16 name, u8 type, u8 count, then a descriptor attribute's u16 len
- * and canonical bytes, an integer attribute's elements as zigzag varints,
- * or any other attribute's bytes as set. Returns its length. */
-static size_t pack(const unsigned char *rec, size_t n, unsigned char *out) {
-    int type = rec[2];
-    unsigned count = get16(rec + 4), len = get16(rec + 6);
-    memcpy(out, rec, 3);
-    out[3] = (unsigned char)count; /* at most ELEMS_MAX, or 8 descriptors */
-    if (type == CUDNN_TYPE_BACKEND_DESCRIPTOR) {
-        put16(out + 4, len);
-        memcpy(out + 6, rec + 8, len);
-        return 6 + len;
-    }
-    if (!varint_type(type)) {
-        memcpy(out + 4, rec + 8, n - 8);
-        return 4 + (n - 8);
-    }
-    size_t es = elem_size(type), m = 4;
-    for (unsigned i = 0; i < count; i++) {
-        int64_t v;
-        if (es == 8) {
-            memcpy(&v, rec + 8 + i * 8, 8);
-        } else {
-            int32_t w;
-            memcpy(&w, rec + 8 + i * 4, 4);
-            v = w;
+/* pack writes a packed record into out: u16 name, u8 type, u8 count, the
+ * data's length (a LEB128), then the data: an integer attribute's
+ * elements as zigzag varints, any other's bytes as a canonical record has
+ * them (len bytes at data: a descriptor attribute's canonical encodings,
+ * values as set). Returns its length. */
+static size_t pack(int name, int type, unsigned count, const unsigned char *data, size_t len, unsigned char *out) {
+    unsigned char ints[ELEMS_MAX * 10];
+    if (type != CUDNN_TYPE_BACKEND_DESCRIPTOR && varint_type(type)) {
+        size_t es = elem_size(type), m = 0;
+        for (unsigned i = 0; i < count; i++) {
+            int64_t v;
+            if (es == 8) {
+                memcpy(&v, data + i * 8, 8);
+            } else {
+                int32_t w;
+                memcpy(&w, data + i * 4, 4);
+                v = w;
+            }
+            m += put_uvarint(ints + m, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
         }
-        m += put_varint(out + m, v);
+        data = ints;
+        len = m;
     }
-    return m;
+    put16(out, (unsigned)name);
+    out[2] = (unsigned char)type;
+    out[3] = (unsigned char)count; /* at most ELEMS_MAX, or 8 descriptors */
+    size_t m = 4 + put_uvarint(out + 4, len);
+    memcpy(out + m, data, len);
+    return m + len;
 }
 
 /* unpack writes the canonical form of the packed record at p (at most
  * avail bytes) into out (cap bytes; NULL: only measures); *used is the
  * packed length. Returns the canonical length, or 0 when either does not
- * fit. */
+ * fit or the record is not one pack wrote. */
 static size_t unpack(const unsigned char *p, size_t avail, unsigned char *out, size_t cap, size_t *used) {
-    if (avail < 4) return 0;
+    uint64_t dlen;
+    size_t k = avail >= 4 ? get_uvarint(p + 4, avail - 4, &dlen) : 0;
+    if (!k || dlen > avail - 4 - k) return 0;
     int type = p[2];
     unsigned count = p[3];
-    size_t es = elem_size(type), in = 4, len;
-    if (type == CUDNN_TYPE_BACKEND_DESCRIPTOR) {
-        if (avail < 6) return 0;
-        len = get16(p + 4);
-        in = 6 + len;
-        if (in > avail || (out && 8 + len > cap)) return 0;
-        if (out) memcpy(out + 8, p + 6, len);
+    const unsigned char *data = p + 4 + k;
+    size_t es = elem_size(type);
+    int ints = type != CUDNN_TYPE_BACKEND_DESCRIPTOR && varint_type(type);
+    size_t len = ints ? count * es : dlen; /* the canonical data's */
+    *used = 4 + k + dlen;
+    if (!out) return 8 + len;
+    if (8 + len > cap) return 0;
+    if (!ints) {
+        memcpy(out + 8, data, len);
     } else {
-        len = count * es;
-        if (out && 8 + len > cap) return 0;
-        if (!out && varint_type(type)) { /* measures: skips count varints */
-            for (unsigned i = 0; i < count; in++) {
-                if (in >= avail) return 0;
-                if (!(p[in] & 0x80)) i++;
-            }
-            *used = in;
-            return 8 + len;
-        }
+        size_t in = 0;
         for (unsigned i = 0; i < count; i++) {
-            if (!varint_type(type)) {
-                if (in + es > avail) return 0;
-                if (out) memcpy(out + 8 + i * es, p + in, es);
-                in += es;
-                continue;
-            }
-            int64_t v;
-            size_t k = get_varint(p + in, avail - in, &v);
-            if (!k) return 0;
-            in += k;
-            if (!out) continue;
+            uint64_t z;
+            size_t m = get_uvarint(data + in, dlen - in, &z);
+            if (!m) return 0;
+            in += m;
+            int64_t v = (int64_t)(z >> 1) ^ -(int64_t)(z & 1);
             if (es == 8) {
                 memcpy(out + 8 + i * 8, &v, 8);
             } else {
@@ -188,14 +175,12 @@ static size_t unpack(const unsigned char *p, size_t avail, unsigned char *out, s
                 memcpy(out + 8 + i * 4, &w, 4);
             }
         }
+        if (in != dlen) return 0;
     }
-    if (out) {
-        memcpy(out, p, 3);
-        out[3] = 0;
-        put16(out + 4, count);
-        put16(out + 6, (unsigned)len);
-    }
-    *used = in;
+    memcpy(out, p, 3);
+    out[3] = 0;
+    put16(out + 4, count);
+    put16(out + 6, (unsigned)len);
     return 8 + len;
 }
 
@@ -276,9 +261,51 @@ static struct v8_shadow *replace(struct v8_shadow *s, const unsigned char *rec, 
     return s;
 }
 
+/* put records one attribute: its data (len bytes, as a canonical record
+ * holds them) in s's format. */
+static struct v8_shadow *put(struct v8_shadow *s, int name, int type, unsigned count, const unsigned char *data,
+                             size_t len) {
+    unsigned char rec[8 + ATTRS_MAX];
+    if (s->small) return replace(s, rec, pack(name, type, count, data, len, rec));
+    put16(rec, (unsigned)name);
+    rec[2] = (unsigned char)type;
+    rec[3] = 0;
+    put16(rec + 4, count);
+    put16(rec + 6, (unsigned)len);
+    memcpy(rec + 8, data, len);
+    return replace(s, rec, 8 + len);
+}
+
+/* put_descs records a descriptor attribute: each descriptor's canonical
+ * encoding, by content. */
+static struct v8_shadow *put_descs(struct v8_shadow *s, int name, int64_t count, void *const *subs) {
+    unsigned char data[ATTRS_MAX];
+    size_t n = 0;
+    if (count > 8) {
+        s->bad = 1;
+        return s;
+    }
+    for (int64_t i = 0; i < count; i++) {
+        const struct v8_shadow *sub = v8_shadow_get(subs[i]);
+        size_t m = sub && !sub->bad && sub->finalized && n + 4 <= sizeof data
+                       ? canonical(sub, data + n + 4, sizeof data - n - 4)
+                       : SIZE_MAX;
+        if (m == SIZE_MAX) {
+            s->bad = 1;
+            return s;
+        }
+        put16(data + n, (unsigned)sub->type);
+        put16(data + n + 2, (unsigned)m);
+        n += 4 + m;
+        if (s->type == CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR && name == CUDNN_ATTR_OPERATIONGRAPH_OPS)
+            s->op_type = sub->type;
+    }
+    if (s->type == CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR && name == CUDNN_ATTR_OPERATIONGRAPH_OPS)
+        s->nops = (int)count;
+    return put(s, name, CUDNN_TYPE_BACKEND_DESCRIPTOR, (unsigned)count, data, n);
+}
+
 struct v8_shadow *v8_attrs_put(struct v8_shadow *s, int name, int type, int64_t count, const void *elements) {
-    unsigned char rec[8 + ATTRS_MAX], packed[8 + ATTRS_MAX];
-    size_t n = 8;
     if (name < 0 || name > 0xFFFF || count < 0 || (count > 0 && !elements)) {
         s->bad = 1;
         return s;
@@ -288,49 +315,13 @@ struct v8_shadow *v8_attrs_put(struct v8_shadow *s, int name, int type, int64_t 
         if (count == 1) memcpy(&s->handle, elements, sizeof s->handle);
         return s; /* which device, not what is computed: not in the key */
     }
-    if (type == CUDNN_TYPE_BACKEND_DESCRIPTOR) {
-        if (count > 8) {
-            s->bad = 1;
-            return s;
-        }
-        void *const *subs = elements;
-        for (int64_t i = 0; i < count; i++) {
-            const struct v8_shadow *sub = v8_shadow_get(subs[i]);
-            size_t m = sub && !sub->bad && sub->finalized && n + 4 <= sizeof rec
-                           ? canonical(sub, rec + n + 4, sizeof rec - n - 4)
-                           : SIZE_MAX;
-            if (m == SIZE_MAX) {
-                s->bad = 1;
-                return s;
-            }
-            put16(rec + n, (unsigned)sub->type);
-            put16(rec + n + 2, (unsigned)m);
-            n += 4 + m;
-            if (s->type == CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR && name == CUDNN_ATTR_OPERATIONGRAPH_OPS)
-                s->op_type = sub->type;
-        }
-        if (s->type == CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR && name == CUDNN_ATTR_OPERATIONGRAPH_OPS)
-            s->nops = (int)count;
-    } else {
-        size_t es = elem_size(type);
-        if (!es || count > ELEMS_MAX) {
-            s->bad = 1;
-            return s;
-        }
-        memcpy(rec + n, elements, (size_t)count * es);
-        n += (size_t)count * es;
-    }
-    if (n - 8 > 0xFFFF) {
+    if (type == CUDNN_TYPE_BACKEND_DESCRIPTOR) return put_descs(s, name, count, elements);
+    size_t es = elem_size(type);
+    if (!es || count > ELEMS_MAX) {
         s->bad = 1;
         return s;
     }
-    put16(rec, (unsigned)name);
-    rec[2] = (unsigned char)type;
-    rec[3] = 0;
-    put16(rec + 4, (unsigned)count);
-    put16(rec + 6, (unsigned)(n - 8));
-    if (!s->small) return replace(s, rec, n);
-    return replace(s, packed, pack(rec, n, packed));
+    return put(s, name, type, (unsigned)count, elements, (size_t)count * es);
 }
 
 static int is_conv_op(int type) {

@@ -9,10 +9,11 @@
  *
  * The table grows with the live shadows (a lookup reads one slot or a few
  * neighbours, whatever the host keeps alive) and shrinks when most are
- * gone. A tensor's,
- * a convolution's or an operation's shadow is the common part of struct
- * v8_shadow only (16 bytes) and its packed attributes, in one allocation;
- * graphs, heuristics, configs and plans carry their own part too.
+ * gone. A tensor's, a convolution's or an operation's shadow is the
+ * common part of struct v8_shadow only (16 bytes) and its packed
+ * attributes, in one 64-byte slot (v8_slab.c; a malloc'ed block once they
+ * outgrow it); graphs, heuristics, configs and plans carry their own part
+ * too.
  *
  * One mutex (v8_mu) guards the table and every graph: the calls that take
  * it (create, set, finalize, destroy, heuristics, and executes of the
@@ -174,15 +175,10 @@ static int small_type(int type) {
            type == CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR;
 }
 
-/* A small shadow is made with room for SMALL_ROOM bytes of attributes:
- * what a convolution's tensor takes packed (36 bytes), so that the common
- * part and they fill one 64-byte malloc chunk (56 bytes and its 8-byte
- * header), made once. */
-#define SMALL_ROOM 40
-
-/* shadow_size is what a new shadow of type needs: a small one's common
- * part and room; the rest also their graph and attributes' place, and the
- * typed part for the types that have one. */
+/* shadow_size is what a new shadow of type needs: a small one's slot
+ * (the common part and V8_SLOT_ROOM bytes of attributes); the rest their
+ * graph and attributes' place too, and the typed part for the types that
+ * have one. */
 static size_t shadow_size(int type) {
     switch (type) {
     case CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR:
@@ -191,13 +187,18 @@ static size_t shadow_size(int type) {
     case CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR:
         return sizeof(struct v8_shadow);
     }
-    return small_type(type) ? V8_SHADOW_HEAD + SMALL_ROOM : offsetof(struct v8_shadow, handle);
+    return small_type(type) ? V8_SLOT : offsetof(struct v8_shadow, handle);
+}
+
+static void shadow_free(struct v8_shadow *s) {
+    if (s->slab) v8_slab_free(s);
+    else free(s);
 }
 
 /* small_room is the room a small shadow that needs cap bytes of
- * attributes grows to: at least half as much again as it had (a few sets,
- * few moves), filling malloc's chunk (a multiple of 16, less its 8-byte
- * header). */
+ * attributes grows to, out of its slot: at least half as much again as it
+ * had (a few sets, few moves), filling malloc's chunk (a multiple of 16,
+ * less its 8-byte header). */
 static size_t small_room(size_t had, size_t cap) {
     size_t want = had + had / 2;
     if (want < cap) want = cap;
@@ -213,21 +214,24 @@ struct v8_shadow *v8_shadow_attrs_grow(struct v8_shadow *s, size_t cap) {
     }
     cap = small_room(s->attrs_room, cap);
     if (cap > 0xFFFF) return NULL;
-    size_t i = nslots ? find(s->desc) : 0;
-    int tracked = nslots && table[i].s == s;
-    struct v8_shadow *t = realloc(s, V8_SHADOW_HEAD + cap);
+    struct v8_shadow *t = malloc(V8_SHADOW_HEAD + cap);
     if (!t) return NULL;
+    memcpy(t, s, V8_SHADOW_HEAD + s->attrs_len);
     t->attrs_room = (uint16_t)cap;
-    if (tracked) table[i].s = t;
+    t->slab = 0;
+    size_t i = nslots ? find(s->desc) : 0;
+    if (nslots && table[i].s == s) table[i].s = t;
+    shadow_free(s);
     return t;
 }
 
-struct v8_shadow *v8_shadow_new(void *desc, int type) {
-    size_t size = shadow_size(type);
-    struct v8_shadow *s = desc ? calloc(1, size) : NULL;
+/* shadow_new makes the shadow of a new descriptor (v8_mu held). */
+static struct v8_shadow *shadow_new(void *desc, int type) {
+    int small = small_type(type);
+    struct v8_shadow *s = small ? v8_slab_alloc() : calloc(1, shadow_size(type));
     if (!s) return NULL;
-    s->small = small_type(type);
-    if (s->small) s->attrs_room = SMALL_ROOM;
+    s->small = s->slab = (uint8_t)small;
+    if (small) s->attrs_room = V8_SLOT - V8_SHADOW_HEAD;
     s->desc = desc;
     s->type = (uint8_t)type;
     s->stored = -1;
@@ -235,26 +239,10 @@ struct v8_shadow *v8_shadow_new(void *desc, int type) {
     return s;
 }
 
-void v8_shadow_add(struct v8_shadow *s) {
-    if (!s) return;
-    /* cuDNN reused an address we did not see freed: forget the old one. */
-    v8_shadow_drop(s->desc);
-    if (live < MAX_LIVE && (size_t)live * 4 >= nslots * 3) resize(nslots ? 2 * nslots : MIN_SLOTS);
-    if (live >= MAX_LIVE || (size_t)live * 4 >= nslots * 3) { /* past the bound, or no memory to grow */
-        free(s);
-        return;
-    }
-    size_t i = find(s->desc);
-    table[i].desc = s->desc;
-    table[i].s = s;
-    live++;
-}
-
-void v8_shadow_drop(const void *desc) {
-    if (!desc || !nslots) return;
-    size_t i = find(desc);
+/* drop_at forgets the shadow in slot i (v8_mu held), dropping its graph
+ * reference; the table may shrink. */
+static void drop_at(size_t i) {
     struct v8_shadow *s = table[i].s;
-    if (!s) return;
     take(i);
     live--;
     if (s->type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR) {
@@ -266,8 +254,32 @@ void v8_shadow_drop(const void *desc) {
         if (s->g) v8_graph_unref(s->g);
         free(s->attrs);
     }
-    free(s);
+    shadow_free(s);
     if (nslots > MIN_SLOTS && (size_t)live * 8 < nslots) resize(nslots / 2);
+}
+
+void v8_shadow_add(void *desc, int type) {
+    if (!desc) return;
+    if (live < MAX_LIVE && (size_t)live * 4 >= nslots * 3) resize(nslots ? 2 * nslots : MIN_SLOTS);
+    if (!nslots) return; /* no memory for a table */
+    size_t i = find(desc);
+    if (table[i].s) {
+        /* cuDNN reused an address we did not see freed: forget the old one. */
+        drop_at(i);
+        i = find(desc);
+    }
+    if (live >= MAX_LIVE || (size_t)live * 4 >= nslots * 3) return; /* past the bound, or no memory to grow */
+    struct v8_shadow *s = shadow_new(desc, type);
+    if (!s) return;
+    table[i].desc = desc;
+    table[i].s = s;
+    live++;
+}
+
+void v8_shadow_drop(const void *desc) {
+    if (!desc || !nslots) return;
+    size_t i = find(desc);
+    if (table[i].s) drop_at(i);
 }
 
 void v8_shadow_plan_join(struct v8_shadow *p) {

@@ -47,12 +47,13 @@ static const char *const names[V8T_N] = {
 };
 
 void v8_time_begin(struct v8_timer *t, int phase) {
-    memset(t, 0, sizeof *t);
-    t->phase = phase;
     /* Outside a timed call (a plain descriptor's create, set, finalize or
-     * destroy, which stay untimed and cheap), an interval counts nowhere. */
+     * destroy, which stay untimed and cheap), an interval counts nowhere:
+     * only skip is read of it. */
     t->skip = !top && phase != V8T_OWN && phase < V8T_HELPER_CACHE;
     if (t->skip) return;
+    memset(t, 0, sizeof *t);
+    t->phase = phase;
     t->up = top;
     top = t;
     t->t0 = now_ns();
