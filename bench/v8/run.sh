@@ -112,6 +112,7 @@ scale stand-in 1000000 bare
 scale stand-in 1500000
 if [ -f "$real_lib/libcudnn.so.9" ]; then
     scale real 1000000
+    scale real 1000000 bare
     scale real 1500000
 else
     echo "| real cuDNN: not installed ($real_lib; make nvidia-cudnn) | | | | | |"
