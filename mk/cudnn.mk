@@ -176,7 +176,9 @@ $(STANDIN_DIR)/libnext_wrapper.so: tests/preload/next_wrapper.c
 PRELOAD_TSAN_LIB := $(TSAN_DIR)/libconvcache_preload.so
 PRELOAD_TSAN_BINS := $(TSAN_DIR)/v8_prog $(TSAN_DIR)/v8_hosts $(TSAN_DIR)/v8_stress $(TSAN_DIR)/v8_fork
 ENGINE_SRC := $(wildcard cudnn/engine/*.c)
-TSAN_PROG = $(CC) $(CFLAGS) $(TSAN_FLAGS) -Iinclude -Icudnn/engine -Icudnn/preload -Ibench/gpu -o $@ $< $(ENGINE_SRC) \
+# SAN_PROG builds a program that drives the interposer with sanitizer
+# flags $(1) (preload-tsan, preload-asan).
+SAN_PROG = $(CC) $(CFLAGS) $(1) -Iinclude -Icudnn/engine -Icudnn/preload -Ibench/gpu -o $@ $< $(ENGINE_SRC) \
   -L$(STANDIN_DIR) -l:libcudnn.so.9 -l:libcudart.so.13 -l:libcuda.so.1 -Wl,-rpath,$(ABS_BUILD)/tests/preload -ldl -lpthread
 
 # The interposed dlsym's C side (dlsym.c, dlsym_libc.c) is not
@@ -190,15 +192,18 @@ PRELOAD_TSAN_PLAIN_OBJ := $(patsubst cudnn/preload/%.c,$(TSAN_DIR)/plain/%.o,$(P
 $(TSAN_DIR)/plain/%.o: cudnn/preload/%.c $(PRELOAD_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden -Iinclude -Icudnn/engine -c -o $@ $<
+# SAN_PRELOAD builds the interposer with sanitizer flags $(1), dlsym's C
+# side plain.
+SAN_PRELOAD = $(CC) $(CFLAGS) $(1) -fPIC -shared -fvisibility=hidden -Iinclude -Icudnn/engine -o $@ \
+  $(filter-out $(PRELOAD_TSAN_PLAIN),$(PRELOAD_SRC)) $(PRELOAD_TSAN_PLAIN_OBJ) $(LDFLAGS) -ldl -lpthread
 $(PRELOAD_TSAN_LIB): $(PRELOAD_SRC) $(PRELOAD_HDR) $(PRELOAD_TSAN_PLAIN_OBJ)
 	@mkdir -p $(TSAN_DIR)
-	$(CC) $(CFLAGS) $(TSAN_FLAGS) -fPIC -shared -fvisibility=hidden -Iinclude -Icudnn/engine -o $@ \
-	  $(filter-out $(PRELOAD_TSAN_PLAIN),$(PRELOAD_SRC)) $(PRELOAD_TSAN_PLAIN_OBJ) $(LDFLAGS) -ldl -lpthread
+	$(call SAN_PRELOAD,$(TSAN_FLAGS))
 
 $(TSAN_DIR)/v8_%: tests/preload/v8_%.c tests/preload/v8_host.h tests/preload/standin_runtime.h bench/gpu/conv_graph.h $(ENGINE_SRC) $(STANDINS) \
   $(STANDIN_DIR)/libcudart.so.13
 	@mkdir -p $(TSAN_DIR)
-	$(TSAN_PROG)
+	$(call SAN_PROG,$(TSAN_FLAGS))
 
 .PHONY: preload-tsan
 preload-tsan: $(PRELOAD_TSAN_LIB) $(TSAN_DIR)/libconvcache.so.$(VERSION_MAJOR) $(PRELOAD_TSAN_BINS) $(BUILD)/convcache \
@@ -221,8 +226,7 @@ PRELOAD_ASAN_LIB := $(ASAN_DIR)/libconvcache_preload.so
 PRELOAD_ASAN_BINS := $(ASAN_DIR)/v8_prog $(ASAN_DIR)/v8_hosts $(ASAN_DIR)/v8_stress $(ASAN_DIR)/v8_fork
 $(PRELOAD_ASAN_LIB): $(PRELOAD_SRC) $(PRELOAD_HDR) $(PRELOAD_TSAN_PLAIN_OBJ)
 	@mkdir -p $(ASAN_DIR)
-	$(CC) $(CFLAGS) $(ASAN_FLAGS) -fPIC -shared -fvisibility=hidden -Iinclude -Icudnn/engine -o $@ \
-	  $(filter-out $(PRELOAD_TSAN_PLAIN),$(PRELOAD_SRC)) $(PRELOAD_TSAN_PLAIN_OBJ) $(LDFLAGS) -ldl -lpthread
+	$(call SAN_PRELOAD,$(ASAN_FLAGS))
 $(ASAN_DIR)/libconvcache.so.$(VERSION_MAJOR): $(LIB)
 	@mkdir -p $(ASAN_DIR)
 	ln -sf ../libconvcache.so.$(VERSION_MAJOR) $@
@@ -230,8 +234,7 @@ $(ASAN_DIR)/libconvcache.so.$(VERSION_MAJOR): $(LIB)
 $(ASAN_DIR)/v8_%: tests/preload/v8_%.c tests/preload/v8_host.h tests/preload/standin_runtime.h bench/gpu/conv_graph.h $(ENGINE_SRC) $(STANDINS) \
   $(STANDIN_DIR)/libcudart.so.13
 	@mkdir -p $(ASAN_DIR)
-	$(CC) $(CFLAGS) $(ASAN_FLAGS) -Iinclude -Icudnn/engine -Icudnn/preload -Ibench/gpu -o $@ $< $(ENGINE_SRC) \
-	  -L$(STANDIN_DIR) -l:libcudnn.so.9 -l:libcudart.so.13 -l:libcuda.so.1 -Wl,-rpath,$(ABS_BUILD)/tests/preload -ldl -lpthread
+	$(call SAN_PROG,$(ASAN_FLAGS))
 
 .PHONY: preload-asan
 preload-asan: $(PRELOAD_ASAN_LIB) $(ASAN_DIR)/libconvcache.so.$(VERSION_MAJOR) $(PRELOAD_ASAN_BINS) $(BUILD)/convcache \

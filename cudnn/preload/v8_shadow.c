@@ -175,10 +175,9 @@ static int small_type(int type) {
            type == CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR;
 }
 
-/* shadow_size is what a new shadow of type needs: a small one's slot
- * (the common part and V8_SLOT_ROOM bytes of attributes); the rest their
- * graph and attributes' place too, and the typed part for the types that
- * have one. */
+/* shadow_size is what a new shadow of a type that is not small needs:
+ * the common part, its graph and attributes' place, and the typed part
+ * for the types that have one. */
 static size_t shadow_size(int type) {
     switch (type) {
     case CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR:
@@ -187,7 +186,7 @@ static size_t shadow_size(int type) {
     case CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR:
         return sizeof(struct v8_shadow);
     }
-    return small_type(type) ? V8_SLOT : offsetof(struct v8_shadow, handle);
+    return offsetof(struct v8_shadow, handle);
 }
 
 static void shadow_free(struct v8_shadow *s) {
