@@ -281,6 +281,9 @@ int main(int argc, char **argv) {
         for (int i = 0; i < 3; i++) {
             t[i] = made(&addresses[i], CUDNN_BACKEND_TENSOR_DESCRIPTOR);
             random_attrs(t[i], 1 + (int)(next() % 10));
+            /* now and then a tensor that holds another (as a ragged
+             * offset does): a descriptor attribute in a packed record */
+            if (i > 0 && next() % 4 == 0) set_subs(t[i], 913 /* CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC */, &t[0], 1);
             finalize(t[i]);
         }
         conv = made(&addresses[3], CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
