@@ -1,7 +1,7 @@
 /*
  * v8_fork: a child forked while other threads are inside the interposer's
  * backend-API paths (tests/preload/v8_hosts.sh, and under ThreadSanitizer
- * tests/preload/tsan_run.sh), against the stand-in cuDNN, on a file that
+ * tests/preload/sanitize_run.sh), against the stand-in cuDNN, on a file that
  * knows v8_host.h's known shape. At the fork:
  *   - thread M is making a deferred plan of the known graph real: its build
  *     in cuDNN is held by the stand-in's hook (v8_plan_materialize, with

@@ -1,7 +1,7 @@
 /*
  * v8_stress: many threads through the interposer's backend-API paths at
  * once, against the stand-in cuDNN, for ThreadSanitizer
- * (tests/preload/tsan_run.sh) and for correctness: every status and output
+ * (tests/preload/sanitize_run.sh) and for correctness: every status and output
  * is checked, and the process exits 1 on any that is wrong.
  *
  *   v8_stress materialize | churn | shared
