@@ -22,7 +22,7 @@ INSTALL_TARGETS += install-cli
 # A stand-in for PyTorch's libtorch_cuda.so (tests/doctor), for convcache
 # doctor's tests: it imports both paths' cuDNN functions from the stand-in
 # cuDNN, beside which it finds it.
-$(BUILD)/tests/doctor/libtorch_cuda.so: tests/doctor/libtorch_cuda.c $(BUILD)/tests/preload/libcudnn.so.9
+$(BUILD)/tests/doctor/libtorch_cuda.so: tests/doctor/libtorch_cuda.c tests/cudnn_served.h $(BUILD)/tests/preload/libcudnn.so.9
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fPIC -shared -o $@ $< -L$(BUILD)/tests/preload -l:libcudnn.so.9 -Wl,-rpath,'$$ORIGIN/../preload'
 

@@ -124,7 +124,7 @@ install-preload: $(PRELOAD_LIB)
 $(BUILD)/bench/v8/libcudnn.so.9: bench/v8/fake_cudnn.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -fPIC -shared -Wl,-soname,libcudnn.so.9 -o $@ $<
-$(BUILD)/bench/v8/exec_overhead: bench/v8/exec_overhead.c $(BUILD)/bench/v8/libcudnn.so.9
+$(BUILD)/bench/v8/exec_overhead: bench/v8/exec_overhead.c bench/median_ns.h $(BUILD)/bench/v8/libcudnn.so.9
 	$(CC) $(CFLAGS) -o $@ $< -L$(BUILD)/bench/v8 -l:libcudnn.so.9 -Wl,-rpath,'$$ORIGIN' -ldl
 
 $(BUILD)/bench/v8/shadow_scale: bench/v8/shadow_scale.c cudnn/engine/backend_api.h $(STANDINS)
@@ -155,7 +155,7 @@ $(STANDIN_DIR)/dlsym_exact: tests/preload/dlsym_exact.c
 
 # A library linked to the stand-in cuDNN as libtorch_cuda.so is to cuDNN,
 # for convcache.enable()'s test (tests/wheel/enable_check.py).
-$(STANDIN_DIR)/libenable_client.so: tests/preload/enable_client.c $(STANDINS)
+$(STANDIN_DIR)/libenable_client.so: tests/preload/enable_client.c tests/cudnn_served.h $(STANDINS)
 	$(CC) $(CFLAGS) -fPIC -shared -o $@ $< -L$(STANDIN_DIR) -l:libcudnn.so.9 -Wl,-rpath,'$$ORIGIN' -ldl
 
 # Another interposer of the forward find, which takes the next one with
@@ -164,81 +164,60 @@ $(STANDIN_DIR)/libnext_wrapper.so: tests/preload/next_wrapper.c
 	@mkdir -p $(STANDIN_DIR)
 	$(CC) $(CFLAGS) -fPIC -shared -o $@ $< -ldl
 
-# make preload-tsan: the interposer under ThreadSanitizer
-# (tests/preload/sanitize_run.sh). The interposer is built from its own sources
-# with TSAN_FLAGS (mk/core.mk) into build/tsan/, beside the TSan build of
-# libconvcache it dlopens from its own directory (mk/core.mk: the C code
-# instrumented, the Go code not, as one process cannot hold Go's race
-# runtime and TSan's). The programs that drive it are built with
-# TSAN_FLAGS too, so the TSan runtime is in the executable; the stand-in
-# cuDNN, CUDA and runtime libraries are not instrumented (their mutexes and
-# threads are still seen through TSan's interceptors).
-PRELOAD_TSAN_LIB := $(TSAN_DIR)/libconvcache_preload.so
-PRELOAD_TSAN_BINS := $(TSAN_DIR)/v8_prog $(TSAN_DIR)/v8_hosts $(TSAN_DIR)/v8_stress $(TSAN_DIR)/v8_fork
+# make preload-tsan and make preload-asan: the interposer under a sanitizer
+# (tests/preload/sanitize_run.sh), built from its own sources with the
+# sanitizer's flags into a directory of its own, with the programs that
+# drive it (built with the same flags, so the runtime is in the executable;
+# the stand-in cuDNN, CUDA and runtime libraries are not instrumented, their
+# mutexes and threads still seen through the interceptors).
+#   preload-tsan: ThreadSanitizer, TSAN_FLAGS (mk/core.mk), build/tsan/,
+#     beside the TSan build of libconvcache it dlopens from its own
+#     directory (mk/core.mk: the C code instrumented, the Go code not, as
+#     one process cannot hold Go's race runtime and TSan's).
+#   preload-asan: AddressSanitizer and UndefinedBehaviorSanitizer (every
+#     out-of-bounds access, use after free, double free and undefined
+#     operation of the interposer's C code fails them), ASAN_FLAGS,
+#     build/asan/, beside libconvcache as shipped (a link to it: its Go
+#     code needs no instrumentation).
 ENGINE_SRC := $(wildcard cudnn/engine/*.c)
-# SAN_PROG builds a program that drives the interposer with sanitizer
-# flags $(1) (preload-tsan, preload-asan).
-SAN_PROG = $(CC) $(CFLAGS) $(1) -Iinclude -Icudnn/engine -Icudnn/preload -Ibench/gpu -o $@ $< $(ENGINE_SRC) \
-  -L$(STANDIN_DIR) -l:libcudnn.so.9 -l:libcudart.so.13 -l:libcuda.so.1 -Wl,-rpath,$(ABS_BUILD)/tests/preload -ldl -lpthread
-
-# The interposed dlsym's C side (dlsym.c, dlsym_libc.c) is not
-# instrumented: TSan's runtime calls dlsym, which is this library's, to find
-# the functions its interceptors wrap, while it starts and before it can
-# run instrumented code (its function-entry hook crashed there). Only those
-# two files' own loads and stores go unseen; the interposer as shipped runs
-# under a TSan program first in sanitize_run.sh.
-PRELOAD_TSAN_PLAIN := cudnn/preload/dlsym.c cudnn/preload/dlsym_libc.c
-PRELOAD_TSAN_PLAIN_OBJ := $(patsubst cudnn/preload/%.c,$(TSAN_DIR)/plain/%.o,$(PRELOAD_TSAN_PLAIN))
-$(TSAN_DIR)/plain/%.o: cudnn/preload/%.c $(PRELOAD_HDR)
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden -Iinclude -Icudnn/engine -c -o $@ $<
-# SAN_PRELOAD builds the interposer with sanitizer flags $(1), dlsym's C
-# side plain.
-SAN_PRELOAD = $(CC) $(CFLAGS) $(1) -fPIC -shared -fvisibility=hidden -Iinclude -Icudnn/engine -o $@ \
-  $(filter-out $(PRELOAD_TSAN_PLAIN),$(PRELOAD_SRC)) $(PRELOAD_TSAN_PLAIN_OBJ) $(LDFLAGS) -ldl -lpthread
-$(PRELOAD_TSAN_LIB): $(PRELOAD_SRC) $(PRELOAD_HDR) $(PRELOAD_TSAN_PLAIN_OBJ)
-	@mkdir -p $(TSAN_DIR)
-	$(call SAN_PRELOAD,$(TSAN_FLAGS))
-
-$(TSAN_DIR)/v8_%: tests/preload/v8_%.c tests/preload/v8_host.h tests/preload/standin_runtime.h bench/gpu/conv_graph.h $(ENGINE_SRC) $(STANDINS) \
-  $(STANDIN_DIR)/libcudart.so.13
-	@mkdir -p $(TSAN_DIR)
-	$(call SAN_PROG,$(TSAN_FLAGS))
-
-.PHONY: preload-tsan
-preload-tsan: $(PRELOAD_TSAN_LIB) $(TSAN_DIR)/libconvcache.so.$(VERSION_MAJOR) $(PRELOAD_TSAN_BINS) $(BUILD)/convcache \
-  $(PRELOAD_LIB) $(LIB)
-	timeout -k 10 $(TEST_TIMEOUT) sh tests/preload/sanitize_run.sh $(BUILD) thread
-
-TEST_TARGETS += preload-tsan
-
-# make preload-asan: the same runs under AddressSanitizer and
-# UndefinedBehaviorSanitizer (every out-of-bounds access, use after free,
-# double free and undefined operation of the interposer's C code fails
-# them), the interposer and the programs built with ASAN_FLAGS into
-# build/asan/, beside libconvcache as shipped (a link to it: its Go code
-# needs no instrumentation). dlsym.c and dlsym_libc.c are built plain, as
-# for TSan: the sanitizer's runtime calls dlsym before it is ready to run
-# instrumented code.
 ASAN_DIR := $(BUILD)/asan
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
-PRELOAD_ASAN_LIB := $(ASAN_DIR)/libconvcache_preload.so
-PRELOAD_ASAN_BINS := $(ASAN_DIR)/v8_prog $(ASAN_DIR)/v8_hosts $(ASAN_DIR)/v8_stress $(ASAN_DIR)/v8_fork
-$(PRELOAD_ASAN_LIB): $(PRELOAD_SRC) $(PRELOAD_HDR) $(PRELOAD_TSAN_PLAIN_OBJ)
-	@mkdir -p $(ASAN_DIR)
-	$(call SAN_PRELOAD,$(ASAN_FLAGS))
+
+# The interposed dlsym's C side (dlsym.c, dlsym_libc.c) is not
+# instrumented: a sanitizer's runtime calls dlsym, which is this library's,
+# to find the functions its interceptors wrap, while it starts and before
+# it can run instrumented code (TSan's function-entry hook crashed there).
+# Only those two files' own loads and stores go unseen; the interposer as
+# shipped runs under a sanitized program first in sanitize_run.sh.
+PRELOAD_SAN_PLAIN := cudnn/preload/dlsym.c cudnn/preload/dlsym_libc.c
+PRELOAD_SAN_PLAIN_OBJ := $(patsubst cudnn/preload/%.c,$(BUILD)/san-plain/%.o,$(PRELOAD_SAN_PLAIN))
+$(BUILD)/san-plain/%.o: cudnn/preload/%.c $(PRELOAD_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden -Iinclude -Icudnn/engine -c -o $@ $<
+
 $(ASAN_DIR)/libconvcache.so.$(VERSION_MAJOR): $(LIB)
 	@mkdir -p $(ASAN_DIR)
 	ln -sf ../libconvcache.so.$(VERSION_MAJOR) $@
 	ln -sf libconvcache.so.$(VERSION_MAJOR) $(ASAN_DIR)/libconvcache.so
-$(ASAN_DIR)/v8_%: tests/preload/v8_%.c tests/preload/v8_host.h tests/preload/standin_runtime.h bench/gpu/conv_graph.h $(ENGINE_SRC) $(STANDINS) \
-  $(STANDIN_DIR)/libcudart.so.13
-	@mkdir -p $(ASAN_DIR)
-	$(call SAN_PROG,$(ASAN_FLAGS))
 
-.PHONY: preload-asan
-preload-asan: $(PRELOAD_ASAN_LIB) $(ASAN_DIR)/libconvcache.so.$(VERSION_MAJOR) $(PRELOAD_ASAN_BINS) $(BUILD)/convcache \
-  $(PRELOAD_LIB) $(LIB)
-	timeout -k 10 $(TEST_TIMEOUT) sh tests/preload/sanitize_run.sh $(BUILD) address
-
-TEST_TARGETS += preload-asan
+# preload_sanitized NAME, DIR, FLAGS, MODE: make preload-NAME, the
+# interposer and the v8 programs built with FLAGS into DIR, run by
+# sanitize_run.sh in MODE.
+define preload_sanitized
+$(2)/libconvcache_preload.so: $(PRELOAD_SRC) $(PRELOAD_HDR) $(PRELOAD_SAN_PLAIN_OBJ)
+	@mkdir -p $(2)
+	$(CC) $(CFLAGS) $(3) -fPIC -shared -fvisibility=hidden -Iinclude -Icudnn/engine -o $$@ \
+	  $(filter-out $(PRELOAD_SAN_PLAIN),$(PRELOAD_SRC)) $(PRELOAD_SAN_PLAIN_OBJ) $(LDFLAGS) -ldl -lpthread
+$(2)/v8_%: tests/preload/v8_%.c tests/preload/v8_host.h tests/preload/standin_runtime.h bench/gpu/conv_graph.h \
+  $(ENGINE_SRC) $(STANDINS) $(STANDIN_DIR)/libcudart.so.13
+	@mkdir -p $(2)
+	$(CC) $(CFLAGS) $(3) -Iinclude -Icudnn/engine -Icudnn/preload -Ibench/gpu -o $$@ $$< $(ENGINE_SRC) \
+	  -L$(STANDIN_DIR) -l:libcudnn.so.9 -l:libcudart.so.13 -l:libcuda.so.1 -Wl,-rpath,$(ABS_BUILD)/tests/preload -ldl -lpthread
+.PHONY: preload-$(1)
+preload-$(1): $(2)/libconvcache_preload.so $(2)/libconvcache.so.$(VERSION_MAJOR) \
+  $(addprefix $(2)/,v8_prog v8_hosts v8_stress v8_fork) $(BUILD)/convcache $(PRELOAD_LIB) $(LIB)
+	timeout -k 10 $(TEST_TIMEOUT) sh tests/preload/sanitize_run.sh $(BUILD) $(4)
+TEST_TARGETS += preload-$(1)
+endef
+$(eval $(call preload_sanitized,tsan,$(TSAN_DIR),$(TSAN_FLAGS),thread))
+$(eval $(call preload_sanitized,asan,$(ASAN_DIR),$(ASAN_FLAGS),address))

@@ -4,7 +4,7 @@
 # through the pointer a dlopen client gets from dlsym against the linked
 # path (target: at most 50 ns added; bench/v8/exec_overhead).
 
-$(BUILD)/bench/dlsym/dlsym_cost: bench/dlsym/dlsym_cost.c $(BUILD)/bench/v8/libcudnn.so.9
+$(BUILD)/bench/dlsym/dlsym_cost: bench/dlsym/dlsym_cost.c bench/median_ns.h $(BUILD)/bench/v8/libcudnn.so.9
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $< -Wl,-rpath,$(ABS_BUILD)/bench/v8 -ldl
 

@@ -45,7 +45,7 @@ $(V8FE_DIR)/torch_conv.o: tests/v8fe/torch_conv.cpp tests/v8fe/torch_conv.hpp te
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) $(V8FE_FLAGS) -Iinclude -Iexamples/pytorch -c -o $@ $<
 
-$(V8FE_DIR)/torch_like.o: tests/v8fe/torch_like.cpp tests/v8fe/torch_conv.hpp tests/v8fe/conv_shapes.hpp \
+$(V8FE_DIR)/torch_like.o: tests/v8fe/torch_like.cpp tests/v8fe/torch_conv.hpp tests/v8fe/flag_number.hpp tests/v8fe/conv_shapes.hpp \
   $(NVIDIA_STAMP)
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) $(V8FE_FLAGS) -c -o $@ $<
@@ -64,7 +64,7 @@ $(V8FE_DIR)/torch_conv_pic.o: tests/v8fe/torch_conv.cpp tests/v8fe/torch_conv.hp
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) $(V8FE_FLAGS) -fPIC -Iinclude -Iexamples/pytorch -c -o $@ $<
 
-$(V8FE_DIR)/torch_like_lib.o: bench/gpu/torch_like_lib.cpp tests/v8fe/torch_like.cpp tests/v8fe/torch_conv.hpp \
+$(V8FE_DIR)/torch_like_lib.o: bench/gpu/torch_like_lib.cpp tests/v8fe/torch_like.cpp tests/v8fe/torch_conv.hpp tests/v8fe/flag_number.hpp \
   tests/v8fe/conv_shapes.hpp $(NVIDIA_STAMP)
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) $(V8FE_FLAGS) -fPIC -Itests/v8fe -c -o $@ $<
@@ -100,7 +100,7 @@ $(V8FE_DIR)/fe_graph.o: tests/v8fe/fe_graph.cpp tests/v8fe/fe_graph.hpp tests/v8
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) $(V8FE_FLAGS) -c -o $@ $<
 
-$(V8FE_DIR)/frontend_hosts.o: tests/v8fe/frontend_hosts.cpp tests/v8fe/fe_graph.hpp tests/v8fe/torch_conv.hpp \
+$(V8FE_DIR)/frontend_hosts.o: tests/v8fe/frontend_hosts.cpp tests/v8fe/fe_graph.hpp tests/v8fe/torch_conv.hpp tests/v8fe/flag_number.hpp \
   tests/v8fe/conv_shapes.hpp $(NVIDIA_STAMP)
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) $(V8FE_FLAGS) -c -o $@ $<

@@ -28,7 +28,7 @@ $(V8FE_DIR)/torch_conv_dl.o: tests/v8fe/torch_conv.cpp tests/v8fe/torch_conv.hpp
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) $(V8FE_DL_FLAGS) -Iinclude -Iexamples/pytorch -c -o $@ $<
 
-$(V8FE_DIR)/torch_like_dl.o: tests/v8fe/torch_like.cpp tests/v8fe/torch_conv.hpp tests/v8fe/conv_shapes.hpp \
+$(V8FE_DIR)/torch_like_dl.o: tests/v8fe/torch_like.cpp tests/v8fe/torch_conv.hpp tests/v8fe/flag_number.hpp tests/v8fe/conv_shapes.hpp \
   $(NVIDIA_STAMP)
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) $(V8FE_DL_FLAGS) -c -o $@ $<

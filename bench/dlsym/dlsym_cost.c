@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "../median_ns.h"
+
 typedef void *(*dlsym_fn)(void *, const char *);
 
 static const char *const names[] = {
@@ -30,17 +32,6 @@ static const char *const names[] = {
     "fread", "fseek", "ftell", "rewind", "dlopen", "cuInit",
 };
 #define N_NAMES ((int)(sizeof names / sizeof names[0]))
-
-static double now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 static volatile unsigned long sink;
 
@@ -59,11 +50,6 @@ static double served_ns(dlsym_fn f, void *cudnn, int reps) {
     double t0 = now_ns();
     for (int r = 0; r < reps; r++) sink += (unsigned long)f(cudnn, "cudnnBackendExecute");
     return (now_ns() - t0) / reps;
-}
-
-static double median(double *v, int n) {
-    qsort(v, n, sizeof v[0], cmp);
-    return v[n / 2];
 }
 
 int main(void) {

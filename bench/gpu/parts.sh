@@ -43,13 +43,8 @@ if [ "$standin" = 1 ]; then
     export CONVCACHE_CUDA_LIBRARY="$build/tests/preload/libcuda.so.1"
     export STANDIN_EXEC_US=${STANDIN_EXEC_US:-300} STANDIN_BUILD_US=${STANDIN_BUILD_US:-100}
 else
-    cudnn=${CUDNN_LIBRARY:-}
-    if [ -z "$cudnn" ]; then
-        d=$("$PYTHON" -c 'import nvidia.cudnn as m, os; print(os.path.join(list(m.__path__)[0], "lib"))' 2>/dev/null || true)
-        cudnn=libcudnn.so.9
-        [ -n "$d" ] && [ -e "$d/libcudnn.so.9" ] && cudnn=$d/libcudnn.so.9
-    fi
-    export CONVCACHE_CUDNN_LIBRARY="$cudnn"
+    CONVCACHE_CUDNN_LIBRARY=$(PYTHON=$PYTHON sh "$here/cudnn_lib.sh")
+    export CONVCACHE_CUDNN_LIBRARY
 fi
 
 # torch_ok: PyTorch with CUDA imports here (asked once per kit run).

@@ -61,12 +61,7 @@ if [ "$standin" = 1 ]; then
     cudnn=$standins/libcudnn.so.9
     echo "STAND-IN run on the CPU (tests/preload libraries, 2 ms per simulated benchmark): no GPU was used" > "$out/mode"
 else
-    cudnn=${CUDNN_LIBRARY:-}
-    if [ -z "$cudnn" ]; then
-        dir=$("$PYTHON" -c 'import nvidia.cudnn as m, os; print(os.path.join(list(m.__path__)[0], "lib"))' 2>/dev/null || true)
-        cudnn=libcudnn.so.9
-        [ -n "$dir" ] && [ -e "$dir/libcudnn.so.9" ] && cudnn=$dir/libcudnn.so.9
-    fi
+    cudnn=$(PYTHON=$PYTHON sh "$here/cudnn_lib.sh")
     echo "GPU" > "$out/mode"
     if command -v nvidia-smi >/dev/null 2>&1; then
         nvidia-smi --query-gpu=driver_version --format=csv,noheader -i 0 2>/dev/null | head -1 > "$out/driver" || true

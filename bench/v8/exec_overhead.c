@@ -19,19 +19,10 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "../median_ns.h"
+
 int cudnnBackendExecute(void *h, void *plan, void *pack);
 typedef int (*exec_fn)(void *, void *, void *);
-
-static double now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 /* round times n calls of f; volatile keeps the compiler from folding them. */
 static double round_ns(exec_fn volatile f, long n) {
@@ -59,10 +50,8 @@ int main(void) {
         p[r] = round_ns(interposed, CALLS);
         q[r] = round_ns(via_dlsym, CALLS);
     }
-    qsort(d, ROUNDS, sizeof d[0], cmp);
-    qsort(p, ROUNDS, sizeof p[0], cmp);
-    qsort(q, ROUNDS, sizeof q[0], cmp);
+    double md = median(d, ROUNDS), mp = median(p, ROUNDS), mq = median(q, ROUNDS);
     printf("exec_ns_direct=%.2f exec_ns_interposed=%.2f exec_ns_added=%.2f exec_ns_dlsym=%.2f exec_ns_dlsym_added=%.2f\n",
-           d[ROUNDS / 2], p[ROUNDS / 2], p[ROUNDS / 2] - d[ROUNDS / 2], q[ROUNDS / 2], q[ROUNDS / 2] - d[ROUNDS / 2]);
+           md, mp, mp - md, mq, mq - md);
     return 0;
 }

@@ -21,50 +21,27 @@
  */
 #if defined(__x86_64__)
 /* Stack on entry: 0(%rsp) the caller's return address, %rsp = 8 mod 16.
- * dlsym saves 2 argument registers plus 8 bytes of padding, dlvsym 3, so
- * that the hook is called with %rsp = 0 mod 16; the return address is then
- * at 24(%rsp) in both. dlsym_hook, libc_dlsym and libc_dlvsym are hidden
- * (dlsym.h). */
+ * Each entry saves the 3 argument registers (dlsym's third, %rdx, set to
+ * 0 first: no version), so that the hook is called with %rsp = 0 mod 16
+ * and the return address at 24(%rsp); glibc's dlsym ignores %rdx.
+ * dlsym_hook, libc_dlsym and libc_dlvsym are hidden (dlsym.h). */
 	.hidden dlsym_hook
 	.hidden libc_dlsym
 	.hidden libc_dlvsym
 	.text
-.globl dlsym
-.type dlsym, @function
-.p2align 4
-dlsym:
-  .cfi_startproc
-  pushq %rdi
-  .cfi_adjust_cfa_offset 8
-  pushq %rsi
-  .cfi_adjust_cfa_offset 8
-  subq $8, %rsp
-  .cfi_adjust_cfa_offset 8
-  movq 24(%rsp), %rcx
-  xorl %edx, %edx
-  call dlsym_hook
-  addq $8, %rsp
-  .cfi_adjust_cfa_offset -8
-  popq %rsi
-  .cfi_adjust_cfa_offset -8
-  popq %rdi
-  .cfi_adjust_cfa_offset -8
-  testq %rax, %rax
-  jnz 1f
-  movq libc_dlsym(%rip), %rax
-  testq %rax, %rax
-  jz 1f
-  jmp *%rax
-1:
-  ret
-  .cfi_endproc
-.size dlsym, .-dlsym
 
-.globl dlvsym
-.type dlvsym, @function
+/* ENTRY name, libc, noversion: the entry point name, which falls back to
+ * the glibc function whose address libc holds; noversion 1: it has no
+ * version argument (dlsym), the hook gets NULL. */
+.macro ENTRY name, libc, noversion
+.globl \name
+.type \name, @function
 .p2align 4
-dlvsym:
+\name:
   .cfi_startproc
+  .if \noversion
+  xorl %edx, %edx
+  .endif
   pushq %rdi
   .cfi_adjust_cfa_offset 8
   pushq %rsi
@@ -81,14 +58,18 @@ dlvsym:
   .cfi_adjust_cfa_offset -8
   testq %rax, %rax
   jnz 1f
-  movq libc_dlvsym(%rip), %rax
+  movq \libc(%rip), %rax
   testq %rax, %rax
   jz 1f
   jmp *%rax
 1:
   ret
   .cfi_endproc
-.size dlvsym, .-dlvsym
+.size \name, .-\name
+.endm
+
+ENTRY dlsym, libc_dlsym, 1
+ENTRY dlvsym, libc_dlvsym, 0
 #endif
 
 /* No executable stack (an object without this note would ask for one). */

@@ -109,8 +109,8 @@ struct v8_shadow {
      * (materializing). Engine config: the host destroyed it while a
      * deferred plan or a reader still needed it (cuDNN's destroy waits);
      * any later call on it is answered as for a destroyed descriptor. */
-    uint8_t finalized : 1, bad : 1, small : 1, watched : 1, deferred : 1, materializing : 1,
-        destroy_pending : 1, slab : 1; /* slab: in a slot of v8_slab.c */
+    uint8_t finalized : 1, bad : 1, watched : 1, deferred : 1, materializing : 1, destroy_pending : 1,
+        slab : 1; /* slab: in a slot of v8_slab.c */
     int8_t stored; /* engine config, plan: index of the stored choice it is, -1 none */
     /* ---- small descriptors end here (V8_SHADOW_HEAD) ---- */
     /* The graph this descriptor belongs to (graph, heuristics, engine,
@@ -154,13 +154,25 @@ _Static_assert(offsetof(struct v8_shadow, g) == V8_SHADOW_HEAD, "a small shadow'
 void *v8_slab_alloc(void);
 void v8_slab_free(void *slot);
 
+/* v8_small_type reports whether descriptors of type are small: the many a
+ * host makes of each graph (tensors, convolutions, operations), whose
+ * shadow is the common part and their packed attributes after it
+ * (v8_shadow.c, v8_key.c). v8_small is the same for shadow s. */
+static inline int v8_small_type(int type) {
+    return type == CUDNN_BACKEND_TENSOR_DESCRIPTOR || type == CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR ||
+           type == CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR ||
+           type == CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR ||
+           type == CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR;
+}
+static inline int v8_small(const struct v8_shadow *s) { return v8_small_type(s->type); }
+
 /* v8_shadow_graph is the graph s belongs to, or NULL (a small descriptor
  * belongs to none); v8_shadow_attrs is where s's encoded attributes are. */
 static inline struct v8_graph *v8_shadow_graph(const struct v8_shadow *s) {
-    return s && !s->small ? s->g : NULL;
+    return s && !v8_small(s) ? s->g : NULL;
 }
 static inline unsigned char *v8_shadow_attrs(const struct v8_shadow *s) {
-    return s->small ? (unsigned char *)s + V8_SHADOW_HEAD : s->attrs;
+    return v8_small(s) ? (unsigned char *)s + V8_SHADOW_HEAD : s->attrs;
 }
 
 /* One mutex guards every shadow and graph. It is never held across a

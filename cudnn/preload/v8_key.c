@@ -187,7 +187,7 @@ static size_t unpack(const unsigned char *p, size_t avail, unsigned char *out, s
 /* record_len is the length of s's record at p (at most avail bytes): a
  * canonical record's 8-byte header and data, or a packed one's. */
 static size_t record_len(const struct v8_shadow *s, const unsigned char *p, size_t avail) {
-    if (!s->small) return 8 + get16(p + 6);
+    if (!v8_small(s)) return 8 + get16(p + 6);
     size_t used = avail; /* (unpack fails only on bytes the interposer did not pack) */
     (void)unpack(p, avail, NULL, 0, &used);
     return used;
@@ -198,7 +198,7 @@ static size_t record_len(const struct v8_shadow *s, const unsigned char *p, size
  * when it does not fit. */
 static size_t canonical(const struct v8_shadow *s, unsigned char *out, size_t cap) {
     const unsigned char *a = v8_shadow_attrs(s);
-    if (!s->small) {
+    if (!v8_small(s)) {
         if (s->attrs_len > cap) return SIZE_MAX;
         memcpy(out, a, s->attrs_len);
         return s->attrs_len;
@@ -240,14 +240,14 @@ static struct v8_shadow *replace(struct v8_shadow *s, const unsigned char *rec, 
         at += m;
     }
     size_t len = s->attrs_len - old + n;
-    if (len > (s->small ? PACKED_MAX : ATTRS_MAX)) {
+    if (len > (v8_small(s) ? PACKED_MAX : ATTRS_MAX)) {
         s->bad = 1;
         return s;
     }
     /* In place, the room there is; apart, at least capacity(attrs_len). */
-    size_t room = s->small ? s->attrs_room : s->attrs ? capacity(s->attrs_len) : 0;
+    size_t room = v8_small(s) ? s->attrs_room : s->attrs ? capacity(s->attrs_len) : 0;
     if (len > room) {
-        struct v8_shadow *t = v8_shadow_attrs_grow(s, s->small ? len : capacity(len));
+        struct v8_shadow *t = v8_shadow_attrs_grow(s, v8_small(s) ? len : capacity(len));
         if (!t) {
             s->bad = 1;
             return s;
@@ -266,7 +266,7 @@ static struct v8_shadow *replace(struct v8_shadow *s, const unsigned char *rec, 
 static struct v8_shadow *put(struct v8_shadow *s, int name, int type, unsigned count, const unsigned char *data,
                              size_t len) {
     unsigned char rec[8 + ATTRS_MAX];
-    if (s->small) return replace(s, rec, pack(name, type, count, data, len, rec));
+    if (v8_small(s)) return replace(s, rec, pack(name, type, count, data, len, rec));
     put16(rec, (unsigned)name);
     rec[2] = (unsigned char)type;
     rec[3] = 0;

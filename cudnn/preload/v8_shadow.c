@@ -164,16 +164,6 @@ int v8_shadow_tracked_type(int type) {
     return 0;
 }
 
-/* small_type reports whether type's descriptors are small: the many a
- * host makes of each graph (tensors, convolutions, operations), whose
- * shadow is the common part and their packed attributes after it, in one
- * allocation (grown when they outgrow it: v8_shadow_attrs_grow). */
-static int small_type(int type) {
-    return type == CUDNN_BACKEND_TENSOR_DESCRIPTOR || type == CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR ||
-           type == CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR ||
-           type == CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR ||
-           type == CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR;
-}
 
 /* shadow_size is what a new shadow of a type that is not small needs:
  * the common part, its graph and attributes' place, and the typed part
@@ -205,7 +195,7 @@ static size_t small_room(size_t had, size_t cap) {
 }
 
 struct v8_shadow *v8_shadow_attrs_grow(struct v8_shadow *s, size_t cap) {
-    if (!s->small) {
+    if (!v8_small(s)) {
         unsigned char *b = realloc(s->attrs, cap);
         if (!b) return NULL;
         s->attrs = b;
@@ -226,10 +216,10 @@ struct v8_shadow *v8_shadow_attrs_grow(struct v8_shadow *s, size_t cap) {
 
 /* shadow_new makes the shadow of a new descriptor (v8_mu held). */
 static struct v8_shadow *shadow_new(void *desc, int type) {
-    int small = small_type(type);
+    int small = v8_small_type(type);
     struct v8_shadow *s = small ? v8_slab_alloc() : calloc(1, shadow_size(type));
     if (!s) return NULL;
-    s->small = s->slab = (uint8_t)small;
+    s->slab = (uint8_t)small;
     if (small) s->attrs_room = V8_SLOT - V8_SHADOW_HEAD;
     s->desc = desc;
     s->type = (uint8_t)type;
@@ -249,7 +239,7 @@ static void drop_at(size_t i) {
         v8_shadow_plan_leave(s);
     }
     if (s->type == CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR) v8_heur_plan_free(s->heur_plan);
-    if (!s->small) {
+    if (!v8_small(s)) {
         if (s->g) v8_graph_unref(s->g);
         free(s->attrs);
     }

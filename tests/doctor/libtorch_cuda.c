@@ -9,28 +9,10 @@
  * binds them (LD_BIND_NOW=1, LD_DEBUG=bindings). Nothing here is called.
  */
 
-/* Declared without their parameters: only the references matter. */
-int cudnnFindConvolutionForwardAlgorithm(void);
-int cudnnFindConvolutionForwardAlgorithmEx(void);
-int cudnnFindConvolutionBackwardDataAlgorithm(void);
-int cudnnFindConvolutionBackwardDataAlgorithmEx(void);
-int cudnnFindConvolutionBackwardFilterAlgorithm(void);
-int cudnnFindConvolutionBackwardFilterAlgorithmEx(void);
-int cudnnBackendCreateDescriptor(void);
-int cudnnBackendSetAttribute(void);
-int cudnnBackendGetAttribute(void);
-int cudnnBackendFinalize(void);
-int cudnnBackendExecute(void);
-int cudnnBackendDestroyDescriptor(void);
+#include "../cudnn_served.h"
 
 typedef int (*fn)(void);
 
 /* Exported, so that the references are kept. */
-__attribute__((visibility("default"))) const fn standin_torch_cuda_refs[] = {
-    cudnnFindConvolutionForwardAlgorithm,      cudnnFindConvolutionForwardAlgorithmEx,
-    cudnnFindConvolutionBackwardDataAlgorithm, cudnnFindConvolutionBackwardDataAlgorithmEx,
-    cudnnFindConvolutionBackwardFilterAlgorithm, cudnnFindConvolutionBackwardFilterAlgorithmEx,
-    cudnnBackendCreateDescriptor,              cudnnBackendSetAttribute,
-    cudnnBackendGetAttribute,                  cudnnBackendFinalize,
-    cudnnBackendExecute,                       cudnnBackendDestroyDescriptor,
-};
+#define REF(name) name,
+__attribute__((visibility("default"))) const fn standin_torch_cuda_refs[] = {CUDNN_SERVED(REF)};

@@ -18,21 +18,8 @@ unset CONVCACHE_SCOPE CONVCACHE_TAG CONVCACHE_MODE CONVCACHE_DISABLE CONVCACHE_P
     CONVCACHE_VERBOSE STANDIN_FIND_STATUS STANDIN_BAD_ALGO STANDIN_DRIVER_VERSION \
     STANDIN_CUDNN_VERSION STANDIN_POISON STANDIN_TOTAL_MEM STANDIN_CUDA_NO_DRIVER STANDIN_BAD_DIMS \
     DLOPEN_PROG_CUDNN DLOPEN_PROG_OPEN LD_PRELOAD
-fails=0
-n=0
-ok() { echo "ok   $*"; }
-bad() { echo "FAIL $*" >&2; fails=$((fails + 1)); }
-fresh() { n=$((n + 1)); export CONVCACHE_PATH="$T/cache$n/cache.ccdb"; }
-pre() { LD_PRELOAD=$PRELOAD timeout 120 "$@"; }
+. "$(dirname "$0")/finds_lib.sh"
 run() { timeout 120 "$B/convcache" run -- "$@"; }
-finds() { sed -n 's/^finds //p' "$1"; }
-# expect_finds NAME WANT OUTFILE RESULTS BASELINE
-expect_finds() {
-    got=$(finds "$3")
-    if [ "$got" != "$2" ]; then bad "$1: $got find calls reached cuDNN, want $2"
-    elif ! cmp -s "$4" "$5"; then bad "$1: results differ from $5"
-    else ok "$1 ($got finds)"; fi
-}
 
 # The program is a dlopen client: no cuDNN among its needed libraries, no
 # cuDNN symbol it leaves for the loader.

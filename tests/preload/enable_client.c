@@ -9,27 +9,12 @@
 #include <dlfcn.h>
 #include <stddef.h>
 
-int cudnnFindConvolutionForwardAlgorithm(void);
-int cudnnFindConvolutionForwardAlgorithmEx(void);
-int cudnnFindConvolutionBackwardDataAlgorithm(void);
-int cudnnFindConvolutionBackwardDataAlgorithmEx(void);
-int cudnnFindConvolutionBackwardFilterAlgorithm(void);
-int cudnnFindConvolutionBackwardFilterAlgorithmEx(void);
-int cudnnBackendCreateDescriptor(void);
-int cudnnBackendDestroyDescriptor(void);
-int cudnnBackendSetAttribute(void);
-int cudnnBackendGetAttribute(void);
-int cudnnBackendFinalize(void);
-int cudnnBackendExecute(void);
+#include "../cudnn_served.h"
 
 const char *bound(int i) {
-    int (*const fns[])(void) = {
-        cudnnFindConvolutionForwardAlgorithm, cudnnFindConvolutionForwardAlgorithmEx,
-        cudnnFindConvolutionBackwardDataAlgorithm, cudnnFindConvolutionBackwardDataAlgorithmEx,
-        cudnnFindConvolutionBackwardFilterAlgorithm, cudnnFindConvolutionBackwardFilterAlgorithmEx,
-        cudnnBackendCreateDescriptor, cudnnBackendDestroyDescriptor, cudnnBackendSetAttribute,
-        cudnnBackendGetAttribute, cudnnBackendFinalize, cudnnBackendExecute,
-    };
+#define REF(name) name,
+    int (*const fns[])(void) = {CUDNN_SERVED(REF)};
+#undef REF
     Dl_info info;
     if (i < 0 || i >= (int)(sizeof fns / sizeof fns[0])) return NULL;
     return dladdr((void *)fns[i], &info) && info.dli_fname ? info.dli_fname : "?";

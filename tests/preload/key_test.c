@@ -225,7 +225,7 @@ static void churn(void) {
             if (!alive[i]) {
                 v8_shadow_add(&descs[i], CUDNN_BACKEND_TENSOR_DESCRIPTOR);
                 struct v8_shadow *t = v8_shadow_get(&descs[i]);
-                CHECK(t && t->small && t->attrs_len == 0);
+                CHECK(t && v8_small(t) && t->attrs_len == 0);
                 int64_t v[8];
                 for (int e = 0; e < 8; e++) v[e] = i;
                 /* every 8th grows out of its slot: 8 varints of up to 3 bytes, 5 times */

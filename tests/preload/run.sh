@@ -17,27 +17,7 @@ unset CONVCACHE_SCOPE CONVCACHE_TAG CONVCACHE_MODE CONVCACHE_DISABLE CONVCACHE_P
     CONVCACHE_CUDA_LIBRARY CONVCACHE_CUDNN_LIBRARY CONVCACHE_SYSTEM_PATH CONVCACHE_REMOTE \
     CONVCACHE_VERBOSE STANDIN_FIND_STATUS STANDIN_BAD_ALGO STANDIN_DRIVER_VERSION \
     STANDIN_CUDNN_VERSION STANDIN_POISON STANDIN_TOTAL_MEM STANDIN_CUDA_NO_DRIVER STANDIN_BAD_DIMS
-fails=0
-n=0
-ok() { echo "ok   $*"; }
-bad() { echo "FAIL $*" >&2; fails=$((fails + 1)); }
-# fresh: a new, empty cache file for the next test.
-fresh() { n=$((n + 1)); export CONVCACHE_PATH="$T/cache$n/cache.ccdb"; }
-# pre: run under the interposer, bounded so that a hang fails instead.
-pre() { LD_PRELOAD=$PRELOAD timeout 120 "$@"; }
-# finds FILE: the number of find calls that reached the stand-in cuDNN.
-finds() { sed -n 's/^finds //p' "$1"; }
-# expect_finds NAME WANT OUTFILE RESULTS [BASELINE]
-expect_finds() {
-    got=$(finds "$3")
-    if [ "$got" != "$2" ]; then
-        bad "$1: $got find calls reached cuDNN, want $2"
-    elif [ $# -ge 5 ] && ! cmp -s "$4" "$5"; then
-        bad "$1: results differ from $5"
-    else
-        ok "$1 ($got finds)"
-    fi
-}
+. "$(dirname "$0")/finds_lib.sh"
 
 # ---- 1. A second run reaches cuDNN's find zero times, with identical results.
 fresh

@@ -38,7 +38,7 @@ thread)
     ;;
 address)
     Z=$B/asan TAG=asan INIT=__asan_init
-    REPORT='ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:'
+    REPORT='ERROR: AddressSanitizer|runtime error:'
     ;;
 *)
     echo "usage: sanitize_run.sh BUILD thread|address" >&2

@@ -44,6 +44,7 @@
 // Exit 1 (with the reason on stderr) when the host could not go on as it
 // would: a shape with no plan that runs, or a plan that gave two outputs.
 #include "fe_graph.hpp"
+#include "flag_number.hpp"
 #include "torch_conv.hpp"
 
 #include <cuda_runtime_api.h>
@@ -85,11 +86,7 @@ struct Args {
 }
 
 long long number(const char *flag, const char *v, long long lo, long long hi) {
-    char *end = nullptr;
-    errno = 0;
-    long long n = v ? std::strtoll(v, &end, 10) : 0;
-    if (!v || !*v || *end || errno || n < lo || n > hi) usage((std::string(flag) + ": a number, please").c_str());
-    return n;
+    return flag_number(flag, v, lo, hi, usage);
 }
 
 Args parse(int argc, char **argv) {

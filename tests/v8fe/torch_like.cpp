@@ -42,6 +42,7 @@
 // then hits; a plan gives the same output every time (one checksum per
 // shape and tag); no plan executes: "FIND was unable to find an engine to
 // execute this computation", as PyTorch throws.
+#include "flag_number.hpp"
 #include "torch_conv.hpp"
 
 #include <chrono>
@@ -78,11 +79,7 @@ struct Args {
 }
 
 long long number(const char *flag, const char *v, long long lo, long long hi) {
-    char *end = nullptr;
-    errno = 0;
-    long long n = v ? std::strtoll(v, &end, 10) : 0;
-    if (!v || !*v || *end || errno || n < lo || n > hi) usage((std::string(flag) + ": a number, please").c_str());
-    return n;
+    return flag_number(flag, v, lo, hi, usage);
 }
 
 Args parse(int argc, char **argv) {
