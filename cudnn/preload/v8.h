@@ -341,7 +341,7 @@ struct v8_graph {
     unsigned timed;       /* stored choices the host timed (not serving) */
     int heur_seen;        /* heuristics results were read */
     int heur_unreadable;  /* a result's choice could not be read */
-    int reorder_skipped;  /* results given in cuDNN's order (how is unknown) */
+    int reorder_skipped;  /* results given in cuDNN's order: V8_REORDER_* */
     int lease_tried;
     int graph_gone, post, executed, recorded;
     int built, ran, refused; /* plans finalized, plans run (timed), executes refused */
@@ -405,6 +405,14 @@ int v8_plan_choice(void *plan, convcache_engine_choice *out);
 int v8_plan_config_choice(void *plan, convcache_engine_choice *out);
 
 /* ---- reordering heuristics (v8_reorder.c) ------------------------------- */
+
+/* Why a graph's heuristics results reached the host in cuDNN's order
+ * (v8_graph.reorder_skipped; v8_serve.c says it when the graph stands
+ * aside). */
+enum {
+    V8_REORDER_UNREAD = 1, /* they could not be read ahead */
+    V8_REORDER_CHANGED,    /* the host's read filled other than the read ahead */
+};
 
 /* v8_reorder answers a heuristics results query of g's (requested 0: the
  * count) so that g's stored choices come first, in their order; *count as

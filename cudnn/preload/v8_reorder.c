@@ -22,6 +22,7 @@
  * every config heuristics give, plus one the fallback list gives it again
  * later (the fallback list repeats heuristics configs anyway).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,9 +31,9 @@
 #define MAX_HEUR_RESULTS 1024
 
 struct v8_heur_plan {
-    int64_t n;        /* the real results' count */
+    int64_t n;        /* the results heuristics fill (at most their count) */
+    int64_t counted;  /* what their count query answered */
     int *which;       /* each result's stored index, -1 */
-    int *order;       /* the result for each of the host's slots */
     void *fb;         /* our fallback heuristics, when a choice comes from there */
     int64_t fb_index; /* which of its results */
     int fb_which;     /* and which stored choice that is */
@@ -43,7 +44,6 @@ void v8_heur_plan_free(struct v8_heur_plan *hp) {
     if (!hp) return;
     if (hp->fb) v8_real()->destroy(hp->fb);
     free(hp->which);
-    free(hp->order);
     free(hp);
 }
 
@@ -62,14 +62,19 @@ static int identify(const struct v8_choices *stored, void **cfg, int64_t n, int 
 
 /* read_results reads heur's results into fresh scratch configs and says
  * which stored choice each is (and how many could not be read, into
- * *unreadable unless NULL); returns their count, or -1. */
-static int64_t read_results(void *heur, const struct v8_choices *stored, int **which, int *unreadable) {
+ * *unreadable unless NULL; what the count query answered into *counted
+ * unless NULL); returns how many were filled, or -1. Heuristics may fill
+ * fewer than their count query answers (cudnn_frontend trims its list to
+ * what was filled): the filled ones are the results. */
+static int64_t read_results(void *heur, const struct v8_choices *stored, int **which, int *unreadable,
+                            int64_t *counted) {
     const struct v8_real *r = v8_real();
     int64_t n = -1, got = -1;
     *which = NULL;
     if (r->get(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &n, NULL) !=
             CUDNN_STATUS_SUCCESS || n < 0 || n > MAX_HEUR_RESULTS)
         return -1;
+    if (counted) *counted = n;
     void **scratch = calloc((size_t)n + 1, sizeof *scratch);
     *which = calloc((size_t)n + 1, sizeof **which);
     int64_t made = 0;
@@ -77,8 +82,9 @@ static int64_t read_results(void *heur, const struct v8_choices *stored, int **w
         made++;
     int filled = *which && made == n &&
                  (n == 0 || (r->get(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, n, &got,
-                                    scratch) == CUDNN_STATUS_SUCCESS && got == n));
+                                    scratch) == CUDNN_STATUS_SUCCESS && got >= 0 && got <= n));
     if (filled) {
+        if (n > 0) n = got;
         int u = identify(stored, scratch, n, *which);
         if (unreadable) *unreadable = u;
     } else {
@@ -106,7 +112,7 @@ static void fallback_for(void *graph, const struct v8_choices *stored, struct v8
             CUDNN_STATUS_SUCCESS &&
         r->set(fb, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode) == CUDNN_STATUS_SUCCESS &&
         r->finalize(fb) == CUDNN_STATUS_SUCCESS)
-        m = read_results(fb, stored, &which, NULL);
+        m = read_results(fb, stored, &which, NULL, NULL);
     for (int j = 0; j < stored->n && !hp->fb; j++)
         for (int64_t i = 0; i < m; i++)
             if (which[i] == j) {
@@ -123,28 +129,32 @@ static void fallback_for(void *graph, const struct v8_choices *stored, struct v8
 static struct v8_heur_plan *make_plan(void *heur, void *graph, int mode, const struct v8_choices *stored) {
     struct v8_heur_plan *hp = calloc(1, sizeof *hp);
     if (!hp) return NULL;
-    hp->n = read_results(heur, stored, &hp->which, &hp->unreadable);
-    if (hp->n < 0 || !(hp->order = calloc((size_t)hp->n + 1, sizeof *hp->order))) {
+    hp->n = read_results(heur, stored, &hp->which, &hp->unreadable, &hp->counted);
+    if (hp->n < 0) {
         v8_heur_plan_free(hp);
         return NULL;
     }
-    /* The stored choices, in their order, then the rest. */
-    int64_t k = 0;
     int found = 0;
-    for (int j = 0; j < stored->n; j++)
-        for (int64_t i = 0; i < hp->n; i++)
-            if (hp->which[i] == j) {
-                hp->order[k++] = (int)i;
-                found = 1;
-                break;
-            }
-    for (int64_t i = 0; i < hp->n; i++) {
-        int taken = 0;
-        for (int64_t m = 0; m < k && !taken; m++) taken = hp->order[m] == i;
-        if (!taken) hp->order[k++] = (int)i;
-    }
+    for (int64_t i = 0; i < hp->n && !found; i++) found = hp->which[i] >= 0;
     if (!found && mode != CUDNN_HEUR_MODE_FALLBACK) fallback_for(graph, stored, hp);
     return hp;
+}
+
+/* order_first puts, for a host that takes the first k results, the stored
+ * choices among them first (in the stored order), then the rest in cuDNN's
+ * order: order[s] is the result that lands in the host's slot s. A host
+ * that asks for fewer results than there are gets the same ones as
+ * without convcache, only in another order. */
+static void order_first(const struct v8_heur_plan *hp, int nstored, int64_t k, int *order) {
+    int64_t m = 0;
+    for (int j = 0; j < nstored; j++)
+        for (int64_t i = 0; i < k; i++)
+            if (hp->which[i] == j) {
+                order[m++] = (int)i;
+                break;
+            }
+    for (int64_t i = 0; i < k; i++)
+        if (hp->which[i] < 0 || hp->which[i] >= nstored) order[m++] = (int)i;
 }
 
 /* fill_front fills the host's first config with hp's fallback choice. */
@@ -205,30 +215,43 @@ cudnnStatus_t v8_reorder(struct v8_graph *g, void *heur, int64_t requested, int6
     if (front && (requested < hp->n + 1 || fill_front(hp, elements[0]) != CUDNN_STATUS_SUCCESS)) front = 0;
     void **host = elements + front;
     int64_t room = requested - front;
-    int reordered = hp && room >= hp->n;
-    void **arr = reordered ? calloc((size_t)room, sizeof *arr) : NULL;
+    int64_t k = hp ? (room < hp->n ? room : hp->n) : 0;
+    void **arr = hp && k > 0 ? calloc((size_t)room, sizeof *arr) : NULL;
+    int *order = arr ? calloc((size_t)k, sizeof *order) : NULL;
+    int reordered = order != NULL;
     cudnnStatus_t st;
-    if (arr) {
+    if (reordered) {
+        order_first(hp, stored.n, k, order);
         for (int64_t s = 0; s < room; s++) arr[s] = host[s];
-        for (int64_t s = 0; s < hp->n; s++) arr[hp->order[s]] = host[s];
+        for (int64_t s = 0; s < k; s++) arr[order[s]] = host[s];
         st = r->get(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, room, count, arr);
         /* Heuristics answer the same each time; if these did not, the
          * host still has every result, in an order we do not know. */
-        if (st != CUDNN_STATUS_SUCCESS || !count || *count != hp->n) reordered = 0;
-        free(arr);
+        if (st != CUDNN_STATUS_SUCCESS || !count || *count != k) reordered = 0;
     } else {
-        reordered = 0;
         st = r->get(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, room, count, host);
     }
+    free(arr);
     if (st == CUDNN_STATUS_SUCCESS && count) *count += front;
     int64_t filled = st == CUDNN_STATUS_SUCCESS && count && *count > 0 ? *count : 0;
     if (filled > requested) filled = requested;
+    int why = stored.n == 0 || st != CUDNN_STATUS_SUCCESS || reordered || front ? 0
+              : !hp ? V8_REORDER_UNREAD : k > 0 ? V8_REORDER_CHANGED : 0;
+    if (why && log_enabled()) {
+        char detail[160];
+        snprintf(detail, sizeof detail, "(count %lld, filled %lld, the host asked for %lld and got %lld)",
+                 hp ? (long long)hp->counted : -1LL, hp ? (long long)hp->n : -1LL, (long long)requested,
+                 count ? (long long)*count : -1LL);
+        log_key(why == V8_REORDER_UNREAD ? "heuristics results could not be read ahead"
+                                         : "heuristics results changed between reads",
+                detail, g->key, g->key_len);
+    }
 
     pthread_mutex_lock(&v8_mu);
     if (st == CUDNN_STATUS_SUCCESS) g->heur_seen = 1;
     /* For the log, should the graph stand aside (v8_serve.c). */
     if (hp && hp->unreadable) g->heur_unreadable = 1;
-    if (stored.n > 0 && st == CUDNN_STATUS_SUCCESS && !reordered && !front) g->reorder_skipped = 1;
+    if (why) g->reorder_skipped = why;
     for (int64_t s = 0; s < filled; s++) {
         struct v8_shadow *c = v8_shadow_get(elements[s]);
         if (!c || c->type != CUDNN_BACKEND_ENGINECFG_DESCRIPTOR) continue;
@@ -238,9 +261,10 @@ cudnnStatus_t v8_reorder(struct v8_graph *g, void *heur, int64_t requested, int6
             c->g = g;
         }
         c->finalized = 1;
-        c->stored = front && s == 0 ? hp->fb_which : reordered ? hp->which[hp->order[s - front]] : -1;
+        c->stored = front && s == 0 ? hp->fb_which : reordered && s - front < k ? hp->which[order[s - front]] : -1;
         if (c->stored >= 0) g->offered |= 1u << c->stored;
     }
     pthread_mutex_unlock(&v8_mu);
+    free(order);
     return st;
 }

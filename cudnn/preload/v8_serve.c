@@ -101,8 +101,10 @@ static int untouched(const struct v8_graph *g) {
  * first execute (v8_mu held). */
 static const char *aside_reason(const struct v8_graph *g) {
     return !g->heur_seen ? "no heuristics results were read through the interposer"
+           : !g->offered && g->reorder_skipped == V8_REORDER_UNREAD
+               ? "heuristics results could not be read ahead, so were given in their own order"
            : !g->offered && g->reorder_skipped
-               ? "heuristics results were given in their own order (the host asked for fewer)"
+               ? "heuristics results changed between reads, so were given in their own order"
            : !g->offered && g->heur_unreadable ? "heuristics offered no stored choice (some unreadable)"
            : !g->offered                 ? "heuristics offered no stored choice"
            : g->failed                   ? "a stored choice failed to finalize"
