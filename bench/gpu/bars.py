@@ -81,7 +81,7 @@ def outcomes(graphs):
 def fmt_time(t):
     if not t:
         return "no time by phase"
-    keys = ("heur", "fin_stored", "fin_other", "exec_warmup", "exec_timing", "lease_wait", "cache", "setup", "own")
+    keys = ("heur", "heur_ours", "fin_stored", "fin_other", "exec_warmup", "exec_timing", "lease_wait", "cache", "setup", "own")
     return "in calls %.0f ms: %s" % (t.get("calls", 0), ", ".join("%s %.0f" % (k, t.get(k, 0)) for k in keys))
 
 

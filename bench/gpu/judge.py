@@ -77,6 +77,10 @@ def part_warm_default(d):
     return default_path(d, "cold", "warm", "The default path under convcache run: cold, then warm")
 
 
+def part_bf16_cl(d):
+    return default_path(d, "cold", "warm", "bf16 autocast with channels_last under convcache run: cold, then warm")
+
+
 def part_enable_default(d):
     out, fails, figures = default_path(d, "cold", "warm", "The default path under convcache.enable(): cold, then warm")
     if os.path.exists(p(d, "floor.txt")):  # resnet's, when this kit ran it (on a GPU)
@@ -257,7 +261,7 @@ def part_v8_check(d):
 PARTS = {"warm-default": part_warm_default, "deterministic": part_deterministic, "procs4": part_procs4,
          "resnet": part_resnet, "multiscale": part_multiscale, "sdpa": part_sdpa, "torch-v7": part_torch_v7,
          "v8-check": part_v8_check, "enable-default": part_enable_default, "v8-dlopen": part_v8_dlopen,
-         "onnxruntime": part_onnxruntime}
+         "onnxruntime": part_onnxruntime, "bf16-cl": part_bf16_cl}
 
 
 def main():

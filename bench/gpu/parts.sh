@@ -242,7 +242,7 @@ bf16-cl)
     need_torch "bf16 autocast with channels_last"
     run cold $LOG CONVCACHE_PATH="$dir/b.ccdb" --cc -- "$PYTHON" "$step" $RESNET --bf16 --channels-last --steady 0 || exit 1
     run warm $LOG CONVCACHE_PATH="$dir/b.ccdb" --cc -- "$PYTHON" "$step" $RESNET --bf16 --channels-last || exit 1
-    judge warm-default "$dir"
+    judge bf16-cl "$dir"
     ;;
 sdpa)
     need_torch "SDPA through cuDNN attention"

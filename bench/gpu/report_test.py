@@ -69,8 +69,28 @@ def main():
              **{"par_a.log": log(["hit", "miss", "miss"])}),
     ]
     results += judge_cases()
+    results.append(parts_judge_themselves())
     print("report_test: %d passed, %d failed" % (results.count(True), results.count(False)))
     sys.exit(0 if all(results) else 1)
+
+
+def parts_judge_themselves():
+    """Each part of parts.sh is judged under its own name, so that its table
+    goes to its own section of RESULTS.md (bf16-cl once judged itself as
+    warm-default, and its table replaced warm-default's)."""
+    import re
+    bad, part = [], None
+    for line in open(os.path.join(HERE, "parts.sh")):
+        m = re.match(r"^([a-z0-9-]+)\)", line)
+        if m:
+            part = m.group(1)
+        m = re.search(r"\bjudge ([a-z0-9-]+) ", line)
+        if m and part and m.group(1) != part:
+            bad.append("%s judges itself as %s" % (part, m.group(1)))
+    ok = not bad and part is not None
+    print("%s  parts.sh: each part is judged under its own name%s" % ("ok  " if ok else "FAIL",
+                                                                     ": " + "; ".join(bad) if bad else ""))
+    return ok
 
 
 # ---- judge.py: each bar made to fail once -----------------------------------
@@ -123,6 +143,7 @@ GOOD = {
                     "warm.err": "convcache-preload: summary: finds 6, hits 6, misses 0, passthrough 0\n"},
 }
 GOOD["enable-default"] = dict(GOOD["warm-default"])
+GOOD["bf16-cl"] = dict(GOOD["warm-default"])
 
 
 def judge_case(name, part, want_rc, want_text, **override):
@@ -147,6 +168,7 @@ def judge_cases():
     expected = graph_lines("stood aside", 4, 9, 9, why="a stored choice was offered; the host kept no plan of it")
     return [
         judge_case("a good warm run passes", "warm-default", 0, "4 served"),
+        judge_case("a good bf16 channels_last warm run passes", "bf16-cl", 0, "4 served"),
         judge_case("served graphs that build 9 plans fail", "warm-default", 1, "built or timed more than one plan",
                    **{"warm.err": graph_lines("served", 4, 9, 9)}),
         judge_case("a warm run that logs 1 of 4 graphs fails", "warm-default", 1, "logged 1 graphs of the 4",

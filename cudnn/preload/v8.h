@@ -269,6 +269,7 @@ enum {
     V8T_CALLS,        /* the interposed calls, whole (never a timer's phase) */
     V8T_OWN,          /* the interposer's own work inside them */
     V8T_HEUR,         /* heuristics: finalize and results queries */
+    V8T_HEUR_OURS,    /* of them, the interposer's own: results read ahead, its fallback query */
     V8T_FIN_STORED,   /* a stored choice's plan finalized */
     V8T_FIN_OTHER,    /* any other plan finalized (deferred ones when made real) */
     V8T_EXEC_WARMUP,  /* a watched plan's first execute */

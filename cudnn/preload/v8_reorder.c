@@ -188,7 +188,7 @@ cudnnStatus_t v8_reorder(struct v8_graph *g, void *heur, int64_t requested, int6
     pthread_mutex_unlock(&v8_mu);
 
     if (!hp && stored.n > 0) {
-        hp = make_plan(heur, graph, mode, &stored);
+        hp = V8_TIMED(V8T_HEUR_OURS, make_plan(heur, graph, mode, &stored));
         pthread_mutex_lock(&v8_mu);
         h = v8_shadow_typed(heur, CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
         struct v8_heur_plan *mine = hp;
@@ -212,7 +212,8 @@ cudnnStatus_t v8_reorder(struct v8_graph *g, void *heur, int64_t requested, int6
         if (st == CUDNN_STATUS_SUCCESS && count && front) *count += 1;
         return st;
     }
-    if (front && (requested < hp->n + 1 || fill_front(hp, elements[0]) != CUDNN_STATUS_SUCCESS)) front = 0;
+    if (front && (requested < hp->n + 1 || V8_TIMED(V8T_HEUR_OURS, fill_front(hp, elements[0])) != CUDNN_STATUS_SUCCESS))
+        front = 0;
     void **host = elements + front;
     int64_t room = requested - front;
     int64_t k = hp ? (room < hp->n ? room : hp->n) : 0;

@@ -33,6 +33,7 @@ static const char *const names[V8T_N] = {
     [V8T_CALLS] = "calls",
     [V8T_OWN] = "own",
     [V8T_HEUR] = "heur",
+    [V8T_HEUR_OURS] = "heur_ours",
     [V8T_FIN_STORED] = "fin_stored",
     [V8T_FIN_OTHER] = "fin_other",
     [V8T_EXEC_WARMUP] = "exec_warmup",

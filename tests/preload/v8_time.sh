@@ -114,11 +114,11 @@ led=0
 for i in 1 2 3 4; do
     phases "$T/p$i.err" | awk '$1 == "fin_other" && $2 > 20 {f = 1} END {exit !f}' && led=$((led + 1))
 done
-m=$(has "$T/warm.err" fin_stored exec_warmup)
+m=$(has "$T/warm.err" fin_stored exec_warmup heur_ours)
 [ -n "$m" ] && missing="$missing warm:$m"
 warm_wait=$(phases "$T/warm.err" | awk '$1 == "lease_wait" {print $2}')
 if [ -z "$missing" ] && [ "$waited" -ge 1 ] && [ "$led" -ge 1 ] && [ "$warm_wait" = 0.000 ]; then
-    ok "every process counts heuristics, executes, setup and cache calls; $led benchmarked (other plans built and timed), $waited waited and were served; the warm run finalized its stored plans and never waited"
+    ok "every process counts heuristics, executes, setup and cache calls; $led benchmarked (other plans built and timed), $waited waited and were served; the warm run read heuristics ahead (heur_ours), finalized its stored plans and never waited"
 else
     bad "phases missing:$missing; processes that benchmarked $led, that waited and were served $waited; warm run's lease wait ${warm_wait:-none}"
 fi
