@@ -22,9 +22,9 @@
 #                                bench/gpu/kit_test.sh), then the above
 #                                (part of make test)
 #
-# A part is NAME:TIMEOUT_S. The timeouts are each part's bound; the whole
-# kit is meant to take at most 8 minutes on an H100 (not yet measured there;
-# docs/pytorch.md has each part's estimate). enable-default follows resnet,
+# A part is NAME:TIMEOUT_S. The timeouts are each part's bound; on an H100
+# the parts before multiscale took 475 s (bench/gpu/RESULTS.md, 2026-11-28),
+# so the whole kit takes about 10 minutes. enable-default follows resnet,
 # whose benchmark-off floor it is judged against.
 # onnxruntime SKIPs where onnxruntime-gpu (and onnx, to build its model) is
 # not installed: a GPU machine with no network has neither unless copied.
