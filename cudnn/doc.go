@@ -97,9 +97,10 @@
 //     reads are reordered so that they come first (the host gets every
 //     config, once: only the order changes; a host that asks for fewer
 //     results than there are gets the same ones as without convcache).
-//     Heuristics may fill fewer results than their count query answers
-//     (cuDNN 9.19 on an H100 did, for 21 of ResNet-50's 204 graphs): what
-//     they fill is what is reordered. The host then builds and times a
+//     Heuristics may fill fewer results than their count query answers:
+//     what they fill is what is reordered (on an H100 with cuDNN 9.19, 21
+//     of ResNet-50's 204 graphs stood aside until the read ahead took
+//     what was filled rather than giving up). The host then builds and times a
 //     stored choice first, if its own filters keep it.
 //   - Timing: if the first plan the host times is a stored choice, reads
 //     back as the plan of that choice read when it was stored, and runs,
