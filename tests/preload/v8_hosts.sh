@@ -13,6 +13,9 @@
 # agree line by line. Then:
 #   - keepall: once the host has chosen, the chosen plan's executes are no
 #     longer looked at (looked=0);
+#   - fewer: a host that asks heuristics for fewer results than they have
+#     gets the same configs as without convcache, and is served when the
+#     stored choice is among them;
 #   - final-fails: the served choice failing after timing makes the next
 #     process stand aside (logged with its reason) and benchmark in full,
 #     and the one after it is served again;
@@ -95,6 +98,46 @@ if grep -q '^looked=0$' "$T/keepall-cc.txt"; then
     ok "keepall: the chosen plan's executes after timing go straight to cuDNN"
 else
     bad "keepall: the interposer still looks at the chosen plan's executes ($(grep looked "$T/keepall-cc.txt"))"
+fi
+
+# ---- a host that asks heuristics for fewer results than they have -------
+# It gets the same configs as without convcache (only their order may
+# differ): served when the stored choice is among them ("in": as many as
+# reach it), else it benchmarks them as without convcache ("out": the 3
+# before it).
+fewer() { # NAME TAKE
+    cp "$T/known.ccdb" "$T/$1.ccdb"
+    if ! V8_HOSTS_TAKE=$2 served "$1-cc" "$1" fewer || ! V8_HOSTS_TAKE=$2 plain "$1-plain" fewer; then
+        bad "$1: did not complete"; cat "$T/$1-cc.err" >&2
+        return
+    fi
+    sed -n 's/^config //p' "$T/$1-cc.txt" | sort >"$T/$1-cc.set"
+    sed -n 's/^config //p' "$T/$1-plain.txt" | sort >"$T/$1-plain.set"
+    n=$(wc -l <"$T/$1-plain.set")
+    if ! cmp -s "$T/$1-cc.set" "$T/$1-plain.set"; then
+        bad "$1: other configs than without convcache: $(diff "$T/$1-plain.set" "$T/$1-cc.set" | tr '\n' ' ')"
+    elif grep -qx "$tag" "$T/$1-plain.set"; then
+        if [ "$(sed -n 1p "$T/$1-cc.txt")" = "config $tag" ] && grep -q 'v8 served' "$T/$1-cc.err" &&
+            [ "$(most_timed "$T/$1-cc.standin")" -le 1 ]; then
+            ok "$1: the same $n of $all configs as without convcache, the stored one first; served, one plan timed"
+        else
+            bad "$1: the stored choice $tag is among the $n configs, but the run was not served from it"
+        fi
+    elif [ "$(most_timed "$T/$1-cc.standin")" = "$(most_timed "$T/$1-plain.standin")" ] &&
+        ! grep -q 'v8 served' "$T/$1-cc.err"; then
+        ok "$1: the same $n of $all configs as without convcache (the stored choice not among them); benchmarked as without"
+    else
+        bad "$1: the stored choice is not among the configs, and the run did not benchmark as without convcache"
+    fi
+}
+plain fewer-all fewer # every config, in heuristics' order
+all=$(grep -c '^config ' "$T/fewer-all.txt")
+at=$(grep '^config ' "$T/fewer-all.txt" | grep -nx "config $tag" | cut -d: -f1)
+if [ -z "$at" ] || [ "$at" -ge "$all" ] || [ "$at" -le 3 ]; then
+    bad "fewer: the stored choice is at ${at:-no} place of $all configs: no host can take fewer with and without it"
+else
+    fewer fewer-in "$at"
+    fewer fewer-out 3
 fi
 
 # ---- the served choice fails after timing --------------------------------
