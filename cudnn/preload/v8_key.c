@@ -46,8 +46,8 @@
 #define ELEMS_MAX 64   /* elements of one value attribute */
 
 /* elem_size is the size of one element of an attribute type, or 0 for one
- * that is not keyed. */
-static size_t elem_size(int type) {
+ * that is not keyed. (Inlined: every set and every packed record asks.) */
+static inline __attribute__((always_inline)) size_t elem_size(int type) {
     switch (type) {
     case CUDNN_TYPE_BOOLEAN:
     case 24: /* CHAR */
@@ -83,7 +83,7 @@ static unsigned get16(const unsigned char *p) { return (unsigned)p[0] | (unsigne
 /* varint_type reports whether an attribute type's elements are integers a
  * packed record holds as zigzag varints (INT64, INT32 and the enumerated
  * types); the rest keep their bytes. */
-static int varint_type(int type) {
+static inline __attribute__((always_inline)) int varint_type(int type) {
     size_t es = elem_size(type);
     return (es == 8 && type == CUDNN_TYPE_INT64) || (es == 4 && type != CUDNN_TYPE_FLOAT);
 }
@@ -185,12 +185,14 @@ static size_t unpack(const unsigned char *p, size_t avail, unsigned char *out, s
 }
 
 /* record_len is the length of s's record at p (at most avail bytes): a
- * canonical record's 8-byte header and data, or a packed one's. */
+ * canonical record's 8-byte header and data, or a packed one's (its
+ * header, the data's length as a LEB128, the data; avail when that does
+ * not hold, as for bytes the interposer did not pack). */
 static size_t record_len(const struct v8_shadow *s, const unsigned char *p, size_t avail) {
     if (!v8_small(s)) return 8 + get16(p + 6);
-    size_t used = avail; /* (unpack fails only on bytes the interposer did not pack) */
-    (void)unpack(p, avail, NULL, 0, &used);
-    return used;
+    uint64_t dlen;
+    size_t k = avail >= 4 ? get_uvarint(p + 4, avail - 4, &dlen) : 0;
+    return k && dlen <= avail - 4 - k ? 4 + k + (size_t)dlen : avail;
 }
 
 /* canonical writes s's encoding as the key has it (canonical records,

@@ -71,10 +71,21 @@ static size_t home(const void *p, size_t n) {
     return (size_t)(((page >> 24) << 8) + ((a >> 4) & 0xFF)) & (n - 1);
 }
 
+/* The slot this thread found last: a host sets a descriptor's attributes
+ * and finalizes it in a run of calls, each a lookup of the same address.
+ * A slot that still holds that address is its slot (an address is in the
+ * table once), whatever moved since; anything else is looked up. */
+static __thread struct {
+    const void *desc;
+    size_t i;
+} last __attribute__((tls_model("initial-exec")));
+
 /* find returns desc's slot, or the empty slot where it would go. */
 static size_t find(const void *desc) {
+    if (last.desc == desc && last.i < nslots && table[last.i].desc == desc) return last.i;
     size_t i = home(desc, nslots);
     while (table[i].desc && table[i].desc != desc) i = (i + 1) & (nslots - 1);
+    if (table[i].desc) last.desc = desc, last.i = i;
     return i;
 }
 

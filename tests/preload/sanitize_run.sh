@@ -9,9 +9,11 @@
 #   - v8_prog, 8 threads, cold then warm on one file: a new graph's lease
 #     between threads (each shape benchmarked once between them), its choice
 #     recorded; then served, other plans deferred and their timing refused;
-#     then the stored plans failing to run: the threads stand aside and the
-#     deferred plans are made real;
-#   - v8_hosts: keepall, deferred, ddestroy (served), and stall-threads (a
+#     then served again from heuristics that fill fewer results than they
+#     count (read ahead as filled); then the stored plans failing to run:
+#     the threads stand aside and the deferred plans are made real;
+#   - v8_hosts: keepall, deferred, ddestroy (served), fewer (a host that
+#     asks heuristics for 3 results), and stall-threads (a
 #     leader that builds and does not run lets the follower thread go: the
 #     lease's idle path);
 #   - v8_stress: 8 threads executing one deferred plan at once (the wait
@@ -125,6 +127,14 @@ if run warm prog -- "$Z/v8_prog" --threads 8 "$T/warm.txt"; then
         ok "warm, 8 threads: all 40 graphs served, plans deferred and their timing refused"
     fi
 fi
+# Heuristics that fill fewer results than they count: read ahead as filled.
+if run heur prog STANDIN_LIE=heur -- "$Z/v8_prog" --threads 8 "$T/heur.txt"; then
+    if field "$T/heur.txt" timed | awk '$2 != 1 {found = 1} END {exit !found}'; then
+        bad "heur: heuristics that fill fewer than they count: not every thread served: $(summary heur)"
+    else
+        ok "heuristics that fill fewer than they count, 8 threads: all 40 graphs served"
+    fi
+fi
 cp "$T/prog.ccdb" "$T/fails.ccdb"
 stored=$(field "$T/cold.txt" plan | awk '{print $2}' | sort -u | paste -sd, -)
 if run fails fails "STANDIN_FAIL_EXECUTE=$stored" -- "$Z/v8_prog" --threads 8 "$T/fails.txt"; then
@@ -144,6 +154,10 @@ if run learn known -- "$Z/v8_hosts" learn "$T/learn.txt"; then
         if grep -q 'v8 served' "$T/$case.err"; then ok "$case: served"; else bad "$case: not served"; fi
     done
     grep -q '^looked=0$' "$T/keepall.txt" || bad "keepall: the chosen plan is still looked at"
+    # A host that asks heuristics for 3 results (the stored one not among them).
+    cp "$T/known.ccdb" "$T/fewer.ccdb"
+    run fewer fewer V8_HOSTS_TAKE=3 -- "$Z/v8_hosts" fewer "$T/fewer.txt" &&
+        ok "fewer: a host that asks heuristics for 3 results completes"
 fi
 mkdir "$T/stall"
 if run stall stall CONVCACHE_BUILD_TIMEOUT_MS=300000 -- "$Z/v8_hosts" --dir "$T/stall" stall-threads "$T/stall.txt"; then
