@@ -38,6 +38,12 @@ CCE_HIDDEN void cce_backend_use(const struct cce_backend *b);
  * that heuristics filled before any plan exists. */
 CCE_HIDDEN int cce_config_choice(void *cfg, convcache_engine_choice *out, int *status);
 
+/* cce_config_engine reads only the global index of a finalized engine
+ * config's engine into *engine (3 calls into cuDNN, where
+ * cce_config_choice makes some 20): enough to tell most of a heuristics
+ * list's configs from a stored choice. Errors as cce_config_choice's. */
+CCE_HIDDEN int cce_config_engine(void *cfg, int64_t *engine);
+
 /* cce_crc32 is CRC-32 (IEEE 802.3, reflected, as zlib's crc32) of n bytes. */
 CCE_HIDDEN uint32_t cce_crc32(const void *p, size_t n);
 

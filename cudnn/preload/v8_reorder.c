@@ -48,13 +48,17 @@ void v8_heur_plan_free(struct v8_heur_plan *hp) {
 }
 
 /* identify reads which stored choice each of n configs is (-1: none);
- * returns how many could not be read. */
+ * returns how many could not be read. A config's engine is read first,
+ * and its knobs only when a stored choice runs that engine. */
 static int identify(const struct v8_choices *stored, void **cfg, int64_t n, int *which) {
     int unreadable = 0;
     for (int64_t i = 0; i < n; i++) {
+        int64_t engine;
+        int ok = cce_config_engine(cfg[i], &engine) == CONVCACHE_ENGINE_OK, known = 0;
+        for (int j = 0; ok && j < stored->n && !known; j++) known = stored->c[j].engine == engine;
         convcache_engine_choice c;
-        int ok = cce_config_choice(cfg[i], &c, NULL) == CONVCACHE_ENGINE_OK;
-        which[i] = ok ? v8_choices_find(stored, &c) : -1;
+        if (known) ok = cce_config_choice(cfg[i], &c, NULL) == CONVCACHE_ENGINE_OK;
+        which[i] = ok && known ? v8_choices_find(stored, &c) : -1;
         unreadable += !ok;
     }
     return unreadable;
