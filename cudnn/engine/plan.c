@@ -169,10 +169,10 @@ int cce_config_engine(void *cfg, int64_t *engine) {
     struct descs s = {.api = cce_backend()};
     if (!s.api) return CONVCACHE_ENGINE_E_UNAVAILABLE;
     cudnnBackendDescriptor_t e;
-    int rc = make(&s, CUDNN_BACKEND_ENGINE_DESCRIPTOR, 1, &e) || get_one_desc(s.api, cfg, CUDNN_ATTR_ENGINECFG_ENGINE, e) ||
-                     get_int64(s.api, e, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, engine) || *engine < 0
-                 ? CONVCACHE_ENGINE_E_CUDNN
-                 : CONVCACHE_ENGINE_OK;
+    int failed = make(&s, CUDNN_BACKEND_ENGINE_DESCRIPTOR, 1, &e) ||
+                 get_one_desc(s.api, cfg, CUDNN_ATTR_ENGINECFG_ENGINE, e) ||
+                 get_int64(s.api, e, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, engine) || *engine < 0;
+    int rc = failed ? CONVCACHE_ENGINE_E_CUDNN : CONVCACHE_ENGINE_OK;
     descs_free(&s);
     if (rc != CONVCACHE_ENGINE_OK) *engine = -1;
     return rc;

@@ -13,7 +13,8 @@
 # shape are the stand-in cuDNN's own counts (STANDIN_REPORT), where it
 # keeps them, else the program's. Checked:
 #   1. run 2 (a new process) times at most one plan per shape, the plan run
-#      1 chose, with identical outputs;
+#      1 chose, with identical outputs; so does it when cuDNN's heuristics
+#      fill fewer results than their count query answers (STANDIN_LIE=heur);
 #   2. each change to run 2 (an engine gone, another engine substituted, a
 #      workspace limit the stored plan exceeds, a failing finalize or
 #      execute of the stored choice, and the filters the program has,
@@ -23,8 +24,9 @@
 #      cuDNN whose plans run other knobs than their configs too (what the
 #      plan ran is stored beside the choice), and run 4 without that
 #      substitution stands aside, then is served;
-#   3. 4 processes started together on a fresh file, and 4 threads in one
-#      process, benchmark each shape once between them;
+#   3. 4 processes started together on a fresh file (also with such
+#      heuristics), and 4 threads in one process, benchmark each shape once
+#      between them;
 #   4. strict mode: a known shape builds and times only its stored plan; a
 #      new one is refused, with no plan timed;
 #   5. ro stores nothing, recache benchmarks again, off serves nothing.
