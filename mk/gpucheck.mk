@@ -14,6 +14,11 @@
 #                                run's lines)
 #   make gpu-check GPU_KIT_PARTS="resnet:240 sdpa:90"
 #                                rerun only those parts
+#   make gpu-check GPU_KIT_HALF=1, then GPU_KIT_HALF=2
+#                                the kit in two calls of about 5 and 6
+#                                minutes on an H100 (the whole kit takes
+#                                about 10: more than one command may run on
+#                                a lent machine)
 #   make gpu-check STANDIN=1     the same on the CPU against the stand-in
 #                                libraries (tests/preload): the PyTorch parts
 #                                run their stand-in equivalent or SKIP;
@@ -32,8 +37,13 @@
 STANDIN ?=
 GPU_RESULTS ?= $(if $(filter 1,$(STANDIN)),$(BUILD)/gpu/RESULTS-standin.md,bench/gpu/RESULTS.md)
 GPU_KIT_OUT ?= $(if $(filter 1,$(STANDIN)),$(BUILD)/gpu/kit,bench/gpu/logs/kit)
-GPU_KIT_PARTS ?= v7-find:120 v8-check:120 warm-default:120 procs4:120 deterministic:120 resnet:240 \
-                 enable-default:120 multiscale:240 bf16-cl:120 sdpa:90 torch-v7:120 v8-dlopen:90 onnxruntime:90
+GPU_KIT_PARTS_1 := v7-find:120 v8-check:120 warm-default:120 procs4:120 deterministic:120 resnet:240 \
+                   enable-default:120
+GPU_KIT_PARTS_2 := multiscale:240 bf16-cl:120 sdpa:90 torch-v7:120 v8-dlopen:90 onnxruntime:90
+ifneq ($(filter-out 1 2,$(GPU_KIT_HALF)),)
+$(error GPU_KIT_HALF is 1 or 2)
+endif
+GPU_KIT_PARTS ?= $(if $(GPU_KIT_HALF),$(GPU_KIT_PARTS_$(GPU_KIT_HALF)),$(GPU_KIT_PARTS_1) $(GPU_KIT_PARTS_2))
 GPU_KIT := $(LIB) $(PRELOAD_LIB) $(CLI) $(STANDINS)
 # What the stand-in equivalents of the PyTorch parts run (enable-default:
 # torch_like as a library; v8-dlopen: torch_like_dl, mk/v8fe_dlopen.mk).
