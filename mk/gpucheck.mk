@@ -15,10 +15,11 @@
 #   make gpu-check GPU_KIT_PARTS="resnet:240 sdpa:90"
 #                                rerun only those parts
 #   make gpu-check GPU_KIT_HALF=1, then GPU_KIT_HALF=2
-#                                the kit in two calls of about 5 and 6
-#                                minutes on an H100 (the whole kit takes
-#                                about 10: more than one command may run on
-#                                a lent machine)
+#                                the kit in two calls, for a lent machine
+#                                whose commands run 10 minutes at most (on
+#                                an H100 the first half's parts took 292 to
+#                                294 s; the second's 113 s besides
+#                                multiscale and onnxruntime, not yet timed)
 #   make gpu-check STANDIN=1     the same on the CPU against the stand-in
 #                                libraries (tests/preload): the PyTorch parts
 #                                run their stand-in equivalent or SKIP;
@@ -28,8 +29,8 @@
 #                                (part of make test)
 #
 # A part is NAME:TIMEOUT_S. The timeouts are each part's bound; on an H100
-# the parts before multiscale took 475 s (bench/gpu/RESULTS.md, 2026-11-28),
-# so the whole kit takes about 10 minutes. enable-default follows resnet,
+# the parts before multiscale took 405 s, and multiscale had not finished
+# 90 s later (bench/gpu/RESULTS.md, 2026-11-28). enable-default follows resnet,
 # whose benchmark-off floor it is judged against.
 # onnxruntime SKIPs where onnxruntime-gpu (and onnx, to build its model) is
 # not installed: a GPU machine with no network has neither unless copied.

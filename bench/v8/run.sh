@@ -75,6 +75,11 @@ echo "exec_overhead, one run: $direct"
 scale_rounds=${SCALE_ROUNDS:-5} # CPU time still moves with the other core's load
 real_lib=$build/nvidia/site/nvidia/cudnn/lib
 real_path=$real_lib:$build/nvidia/site/nvidia/cu13/lib:$build/tests/preload
+# cost OUTPUT: shadow_scale's "create+destroy ms" and "rss bytes per descriptor".
+cost() {
+    echo "$1" | sed -n 's/.*create_ms=\([0-9.]*\) destroy_ms=\([0-9.]*\) rss_per_desc=\([0-9]*\).*/\1 \2 \3/p' |
+        awk '{printf "%.1f %d", $1 + $2, $3}'
+}
 scale() { # real|stand-in N [bare]: one row, the medians of SCALE_ROUNDS pairs
     cudnn=$1
     shift
@@ -87,10 +92,7 @@ scale() { # real|stand-in N [bare]: one row, the medians of SCALE_ROUNDS pairs
         i=$((i + 1))
         a=$(LD_LIBRARY_PATH=$path LD_PRELOAD="$extra" "$build/bench/v8/shadow_scale" "$@")
         b=$(LD_LIBRARY_PATH=$path LD_PRELOAD="$extra $build/libconvcache_preload.so" "$build/bench/v8/shadow_scale" "$@")
-        echo "$a" | sed -n 's/.*create_ms=\([0-9.]*\) destroy_ms=\([0-9.]*\) rss_per_desc=\([0-9]*\).*/\1 \2 \3/p' |
-            awk '{printf "%.1f %d ", $1 + $2, $3}' >>"$out"
-        echo "$b" | sed -n 's/.*create_ms=\([0-9.]*\) destroy_ms=\([0-9.]*\) rss_per_desc=\([0-9]*\).*/\1 \2 \3/p' |
-            awk '{printf "%.1f %d\n", $1 + $2, $3}' >>"$out"
+        echo "$(cost "$a") $(cost "$b")" >>"$out"
     done
     without=$(awk '{print $1}' "$out" | median)
     with=$(awk '{print $3}' "$out" | median)

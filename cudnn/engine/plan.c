@@ -98,16 +98,23 @@ static cudnnStatus_t get_descs(struct descs *s, cudnnBackendDescriptor_t from, c
 
 /* read_config fills c's engine and knobs (unsealed, workspace 0) from a
  * finalized engine config. */
+/* read_engine reads the global index of config cfg's engine. */
+static cudnnStatus_t read_engine(struct descs *s, cudnnBackendDescriptor_t cfg, int64_t *engine) {
+    cudnnBackendDescriptor_t e;
+    cudnnStatus_t st;
+    if ((st = make(s, CUDNN_BACKEND_ENGINE_DESCRIPTOR, 1, &e)) ||
+        (st = get_one_desc(s->api, cfg, CUDNN_ATTR_ENGINECFG_ENGINE, e)))
+        return st;
+    return get_int64(s->api, e, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, engine);
+}
+
 static int read_config(struct descs *s, cudnnBackendDescriptor_t cfg, convcache_engine_choice *c,
                        int *status) {
     const struct cce_backend *api = s->api;
-    cudnnBackendDescriptor_t engine, knobs[CONVCACHE_ENGINE_MAX_KNOBS + 1];
+    cudnnBackendDescriptor_t knobs[CONVCACHE_ENGINE_MAX_KNOBS + 1];
     cudnnStatus_t st;
     memset(c, 0, sizeof *c);
-    if ((st = make(s, CUDNN_BACKEND_ENGINE_DESCRIPTOR, 1, &engine)) ||
-        (st = get_one_desc(api, cfg, CUDNN_ATTR_ENGINECFG_ENGINE, engine)) ||
-        (st = get_int64(api, engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, &c->engine)))
-        return fail(status, st, CONVCACHE_ENGINE_E_CUDNN);
+    if ((st = read_engine(s, cfg, &c->engine))) return fail(status, st, CONVCACHE_ENGINE_E_CUDNN);
     /* Ask for one more than a record holds, to tell "too many" apart. */
     int64_t got = 0;
     if ((st = get_descs(s, cfg, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR,
@@ -168,11 +175,7 @@ int cce_config_engine(void *cfg, int64_t *engine) {
     *engine = -1;
     struct descs s = {.api = cce_backend()};
     if (!s.api) return CONVCACHE_ENGINE_E_UNAVAILABLE;
-    cudnnBackendDescriptor_t e;
-    int failed = make(&s, CUDNN_BACKEND_ENGINE_DESCRIPTOR, 1, &e) ||
-                 get_one_desc(s.api, cfg, CUDNN_ATTR_ENGINECFG_ENGINE, e) ||
-                 get_int64(s.api, e, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, engine) || *engine < 0;
-    int rc = failed ? CONVCACHE_ENGINE_E_CUDNN : CONVCACHE_ENGINE_OK;
+    int rc = read_engine(&s, cfg, engine) || *engine < 0 ? CONVCACHE_ENGINE_E_CUDNN : CONVCACHE_ENGINE_OK;
     descs_free(&s);
     if (rc != CONVCACHE_ENGINE_OK) *engine = -1;
     return rc;

@@ -109,8 +109,7 @@ struct v8_shadow {
      * (materializing). Engine config: the host destroyed it while a
      * deferred plan or a reader still needed it (cuDNN's destroy waits);
      * any later call on it is answered as for a destroyed descriptor. */
-    uint8_t finalized : 1, bad : 1, watched : 1, deferred : 1, materializing : 1, destroy_pending : 1,
-        slab : 1; /* slab: in a slot of v8_slab.c */
+    uint8_t finalized : 1, bad : 1, watched : 1, deferred : 1, materializing : 1, destroy_pending : 1;
     int8_t stored; /* engine config, plan: index of the stored choice it is, -1 none */
     /* ---- small descriptors end here (V8_SHADOW_HEAD) ---- */
     /* The graph this descriptor belongs to (graph, heuristics, engine,
@@ -165,6 +164,11 @@ static inline int v8_small_type(int type) {
            type == CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR;
 }
 static inline int v8_small(const struct v8_shadow *s) { return v8_small_type(s->type); }
+/* v8_shadow_in_slab: s is in its slab's slot still (a small shadow that
+ * outgrew the slot's room was moved to malloc's block, with more room). */
+static inline int v8_shadow_in_slab(const struct v8_shadow *s) {
+    return v8_small(s) && s->attrs_room == V8_SLOT - V8_SHADOW_HEAD;
+}
 
 /* v8_shadow_graph is the graph s belongs to, or NULL (a small descriptor
  * belongs to none); v8_shadow_attrs is where s's encoded attributes are. */
@@ -308,8 +312,8 @@ void v8_time_end(struct v8_timer *t);
  * its own time is V8T_OWN) about desc (NULL: no graph's). */
 void v8_time_call(struct v8_timer *t, const void *desc);
 void v8_time_call_end(struct v8_timer *t);
-/* The phase of a finalize of desc. */
-int v8_time_fin_phase(const void *desc);
+/* The phase of a finalize of shadow s (v8_mu held; s may be NULL). */
+int v8_time_fin_phase(const struct v8_shadow *s);
 /* v8_time_execute is v8_execute as one timed call (out of line: the
  * execute's fast path keeps its small frame). */
 cudnnStatus_t v8_time_execute(cudnnHandle_t h, void *plan, void *pack);

@@ -117,7 +117,7 @@ static size_t get_uvarint(const unsigned char *p, size_t avail, uint64_t *z) {
  * values as set). Returns its length. */
 static size_t pack(int name, int type, unsigned count, const unsigned char *data, size_t len, unsigned char *out) {
     unsigned char ints[ELEMS_MAX * 10];
-    if (type != CUDNN_TYPE_BACKEND_DESCRIPTOR && varint_type(type)) {
+    if (varint_type(type)) {
         size_t es = elem_size(type), m = 0;
         for (unsigned i = 0; i < count; i++) {
             int64_t v;
@@ -141,22 +141,29 @@ static size_t pack(int name, int type, unsigned count, const unsigned char *data
     return m + len;
 }
 
+/* packed_head reads the header of the packed record at p (at most avail
+ * bytes): the data's length into *dlen; returns the header's length (4
+ * and the LEB128), or 0 when the record runs past avail. */
+static size_t packed_head(const unsigned char *p, size_t avail, uint64_t *dlen) {
+    size_t k = avail >= 4 ? get_uvarint(p + 4, avail - 4, dlen) : 0;
+    return k && *dlen <= avail - 4 - k ? 4 + k : 0;
+}
+
 /* unpack writes the canonical form of the packed record at p (at most
- * avail bytes) into out (cap bytes; NULL: only measures); *used is the
- * packed length. Returns the canonical length, or 0 when either does not
- * fit or the record is not one pack wrote. */
+ * avail bytes) into out (cap bytes); *used is the packed length. Returns
+ * the canonical length, or 0 when either does not fit or the record is
+ * not one pack wrote. */
 static size_t unpack(const unsigned char *p, size_t avail, unsigned char *out, size_t cap, size_t *used) {
     uint64_t dlen;
-    size_t k = avail >= 4 ? get_uvarint(p + 4, avail - 4, &dlen) : 0;
-    if (!k || dlen > avail - 4 - k) return 0;
+    size_t head = packed_head(p, avail, &dlen);
+    if (!head) return 0;
     int type = p[2];
     unsigned count = p[3];
-    const unsigned char *data = p + 4 + k;
+    const unsigned char *data = p + head;
     size_t es = elem_size(type);
-    int ints = type != CUDNN_TYPE_BACKEND_DESCRIPTOR && varint_type(type);
+    int ints = varint_type(type);
     size_t len = ints ? count * es : dlen; /* the canonical data's */
-    *used = 4 + k + dlen;
-    if (!out) return 8 + len;
+    *used = head + dlen;
     if (8 + len > cap) return 0;
     if (!ints) {
         memcpy(out + 8, data, len);
@@ -191,8 +198,8 @@ static size_t unpack(const unsigned char *p, size_t avail, unsigned char *out, s
 static size_t record_len(const struct v8_shadow *s, const unsigned char *p, size_t avail) {
     if (!v8_small(s)) return 8 + get16(p + 6);
     uint64_t dlen;
-    size_t k = avail >= 4 ? get_uvarint(p + 4, avail - 4, &dlen) : 0;
-    return k && dlen <= avail - 4 - k ? 4 + k + (size_t)dlen : avail;
+    size_t head = packed_head(p, avail, &dlen);
+    return head ? head + (size_t)dlen : avail;
 }
 
 /* canonical writes s's encoding as the key has it (canonical records,

@@ -175,9 +175,10 @@ cudnnStatus_t v8_plan_materialize(void *plan) {
     }
     p->materializing = 1;
     int64_t reported = p->reported_ws;
+    int phase = v8_time_fin_phase(p);
     pthread_mutex_unlock(&v8_mu);
 
-    cudnnStatus_t st = V8_TIMED(v8_time_fin_phase(plan), r->finalize(plan));
+    cudnnStatus_t st = V8_TIMED(phase, r->finalize(plan));
     int64_t ws = -1, n = 0;
     if (st == CUDNN_STATUS_SUCCESS &&
         (r->get(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &ws) !=

@@ -191,7 +191,7 @@ static size_t shadow_size(int type) {
 }
 
 static void shadow_free(struct v8_shadow *s) {
-    if (s->slab) v8_slab_free(s);
+    if (v8_shadow_in_slab(s)) v8_slab_free(s);
     else free(s);
 }
 
@@ -217,8 +217,7 @@ struct v8_shadow *v8_shadow_attrs_grow(struct v8_shadow *s, size_t cap) {
     struct v8_shadow *t = malloc(V8_SHADOW_HEAD + cap);
     if (!t) return NULL;
     memcpy(t, s, V8_SHADOW_HEAD + s->attrs_len);
-    t->attrs_room = (uint16_t)cap;
-    t->slab = 0;
+    t->attrs_room = (uint16_t)cap; /* more than the slot's: no longer in a slab */
     size_t i = nslots ? find(s->desc) : 0;
     if (nslots && table[i].s == s) table[i].s = t;
     shadow_free(s);
@@ -230,7 +229,6 @@ static struct v8_shadow *shadow_new(void *desc, int type) {
     int small = v8_small_type(type);
     struct v8_shadow *s = small ? v8_slab_alloc() : calloc(1, shadow_size(type));
     if (!s) return NULL;
-    s->slab = (uint8_t)small;
     if (small) s->attrs_room = V8_SLOT - V8_SHADOW_HEAD;
     s->desc = desc;
     s->type = (uint8_t)type;
@@ -273,6 +271,7 @@ void v8_shadow_add(void *desc, int type) {
     if (!s) return;
     table[i].desc = desc;
     table[i].s = s;
+    last.desc = desc, last.i = i; /* the host's sets and finalize come next */
     live++;
 }
 

@@ -78,7 +78,7 @@ static uint64_t end(struct v8_timer *t) {
 
 void v8_time_end(struct v8_timer *t) { end(t); }
 
-/* exec_phase and fin_phase say what an execute or a finalize of s is
+/* exec_phase and v8_time_fin_phase say what an execute or a finalize of s is
  * (v8_mu held; s may be NULL). A plan's first execute is its warm-up;
  * those after it, while its graph's benchmark is watched, its timing. */
 static int exec_phase(const struct v8_shadow *s) {
@@ -88,7 +88,7 @@ static int exec_phase(const struct v8_shadow *s) {
                                                      : V8T_EXEC_TIMING;
 }
 
-static int fin_phase(const struct v8_shadow *s) {
+int v8_time_fin_phase(const struct v8_shadow *s) {
     int type = s ? s->type : -1;
     return type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR ? (s->stored >= 0 ? V8T_FIN_STORED : V8T_FIN_OTHER)
            : type == CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR   ? V8T_HEUR
@@ -110,7 +110,7 @@ void v8_time_call(struct v8_timer *t, const void *desc) {
     }
     /* What an execute or a finalize of desc is, from the same lookup. */
     t->exec_phase = exec_phase(s);
-    t->fin_phase = fin_phase(s);
+    t->fin_phase = v8_time_fin_phase(s);
     pthread_mutex_unlock(&v8_mu);
 }
 
@@ -149,12 +149,7 @@ cudnnStatus_t v8_time_execute(cudnnHandle_t h, void *plan, void *pack) {
     return st;
 }
 
-int v8_time_fin_phase(const void *desc) {
-    pthread_mutex_lock(&v8_mu);
-    int phase = fin_phase(v8_shadow_get(desc));
-    pthread_mutex_unlock(&v8_mu);
-    return phase;
-}
+
 
 /* ---- the exit summary ------------------------------------------------------ */
 

@@ -261,7 +261,7 @@ static void churn(void) {
                 }
             want[4] = (unsigned char)(w - 5);
             CHECK(t->attrs_len >= w && memcmp(v8_shadow_attrs(t), want, w) == 0);
-            CHECK(t->slab == (i % 8 != 0));
+            CHECK(v8_shadow_in_slab(t) == (i % 8 != 0));
         }
         CHECK(n == v8_shadow_live());
     }

@@ -121,8 +121,9 @@ static int host_open(struct host *h, const char *who) {
     if (cg_build(&A, h->handle, &shape, &h->g) != CUDNN_STATUS_SUCCESS) return -1;
     /* "fewer": a host that asks heuristics for fewer results than they
      * have (V8_HOSTS_TAKE of them, 3 to MAX_CFGS). */
-    const char *take = getenv("V8_HOSTS_TAKE");
-    int cap = !strcmp(who, "fewer") && take && atoi(take) >= 3 && atoi(take) < MAX_CFGS ? atoi(take) : MAX_CFGS;
+    const char *env = getenv("V8_HOSTS_TAKE");
+    int take = env ? atoi(env) : 0;
+    int cap = !strcmp(who, "fewer") && take >= 3 && take < MAX_CFGS ? take : MAX_CFGS;
     if (cg_heuristics(&A, h->g.graph, CUDNN_HEUR_MODE_INSTANT, h->cfg, cap, &h->ncfg) != CUDNN_STATUS_SUCCESS ||
         h->ncfg < 3)
         return -1;
