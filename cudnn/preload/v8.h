@@ -145,7 +145,7 @@ struct v8_shadow {
 };
 
 #define V8_SHADOW_HEAD 16
-#define V8_SLOT 64 /* a small shadow's slot (v8_slab.c) */
+#define V8_SLOT 32 /* a small shadow's slot (v8_slab.c) */
 _Static_assert(offsetof(struct v8_shadow, g) == V8_SHADOW_HEAD, "a small shadow's common part is 16 bytes");
 
 /* v8_slab_alloc returns a zeroed V8_SLOT-byte slot, or NULL; v8_slab_free
@@ -204,6 +204,9 @@ int v8_shadow_tracked_type(int type);
  * makes none (the descriptor is then unknown, and a graph made of it
  * passes through). */
 void v8_shadow_add(void *desc, int type);
+/* v8_shadow_get_or_add returns desc's shadow if it is of type, else makes
+ * one as v8_shadow_add does; NULL where none can be made (v8_mu held). */
+struct v8_shadow *v8_shadow_get_or_add(void *desc, int type);
 /* v8_shadow_drop forgets desc (v8_mu held), dropping its graph reference. */
 void v8_shadow_drop(const void *desc);
 /* v8_shadow_plan_join puts plan p on its graph's list of finalized plans,
@@ -212,6 +215,27 @@ void v8_shadow_plan_join(struct v8_shadow *p);
 void v8_shadow_plan_leave(struct v8_shadow *p);
 /* v8_shadow_live counts the live shadows (v8_mu held). */
 long v8_shadow_live(void);
+
+/* ---- leaves: tensors and convolutions (v8_leaf.c) ------------------------ */
+
+/* v8_leaf_attr sorts an attribute a host set: not a leaf's (NONE), one a
+ * leaf is read back with (READ: nothing to keep), one kept as set (KEPT),
+ * or a leaf's that is not keyed (UNKEYED: the leaf is marked); *type is
+ * the leaf's type, or 0. */
+enum { V8_LEAF_NONE, V8_LEAF_READ, V8_LEAF_KEPT, V8_LEAF_UNKEYED };
+int v8_leaf_attr(int name, int *type);
+/* v8_leaf_taken is the type of leaf an operation's attribute name holds
+ * (a tensor, a convolution), or 0. */
+int v8_leaf_taken(int name);
+/* v8_leaf_set keeps a KEPT attribute the host set on leaf desc of type in
+ * its shadow, made now if need be; name -1 marks the leaf unkeyable
+ * instead (v8_mu held). */
+void v8_leaf_set(void *desc, int type, int name, int atype, int64_t count, const void *elements);
+/* v8_leaf_read writes the canonical records of leaf desc of type that are
+ * read back from cuDNN through r into out (cap bytes); returns their
+ * length, or SIZE_MAX when the leaf cannot be keyed. v8_mu not held (it
+ * calls cuDNN). */
+size_t v8_leaf_read(const struct v8_real *r, void *leaf, int type, unsigned char *out, size_t cap);
 
 /* ---- the execute filter (v8_watch.c) ------------------------------------ */
 
@@ -249,6 +273,17 @@ void v8_watch_update(struct v8_shadow *p);
 /* v8_attrs_put records one attribute in s's encoding; sub-descriptors are
  * encoded by content (their shadows' encodings). s may move (returned). */
 struct v8_shadow *v8_attrs_put(struct v8_shadow *s, int name, int type, int64_t count, const void *elements);
+
+/* v8_attrs_put_leaf records a leaf of type an operation takes in (name:
+ * its X, W, Y or convolution): its records read back (enc, n bytes, from
+ * v8_leaf_read; SIZE_MAX: it could not be) merged with those its shadow
+ * keeps (leaf: NULL if it has none). s may move. */
+struct v8_shadow *v8_attrs_put_leaf(struct v8_shadow *s, int name, int type, const struct v8_shadow *leaf,
+                                    const unsigned char *enc, size_t n);
+/* v8_record writes one canonical record (count elements of an attribute
+ * type) into out (cap bytes); returns its length, or 0 when it does not
+ * fit or the type is not keyed. */
+size_t v8_record(unsigned char *out, size_t cap, int name, int type, unsigned count, const void *elements);
 
 /* v8_key builds graph's key into out (CONVCACHE_KEY_MAX) from its one
  * operation; returns the length, or 0 when the graph is not one the
@@ -380,8 +415,13 @@ int v8_config_destroy_pending(struct v8_shadow *c);
 /* v8_names_destroyed reports whether a call on desc, with these elements,
  * names an engine config the host destroyed (whose cuDNN destroy waits):
  * cuDNN would answer it as for any destroyed descriptor. v8_mu not held;
- * one load when there is none. */
-int v8_names_destroyed(const void *desc, int type, int64_t count, const void *elements);
+ * one load when there is none (v8_destroys_pending counts them). */
+extern int v8_destroys_pending;
+int v8_names_destroyed_look(const void *desc, int type, int64_t count, const void *elements);
+static inline int v8_names_destroyed(const void *desc, int type, int64_t count, const void *elements) {
+    return __atomic_load_n(&v8_destroys_pending, __ATOMIC_RELAXED) &&
+           v8_names_destroyed_look(desc, type, count, elements);
+}
 /* v8_plan_release lets go of a deferred plan's config (v8_mu held); it
  * returns the config when cuDNN's destroy of it, asked for meanwhile, is
  * now due (the caller makes it, v8_mu released), else NULL. */

@@ -10,7 +10,9 @@
  *     PyTorch's own map answers and only executes reach cuDNN);
  *   - create, set, get, finalize, destroy: the real call, plus a lookup in
  *     the shadow table under one mutex for the descriptor types that make
- *     up a convolution graph and its plans (v8_shadow.c).
+ *     up a convolution graph and its plans (v8_shadow.c); a tensor's or a
+ *     convolution's create and sets cost a look at the type or the
+ *     attribute's name only (v8_leaf.c).
  *
  * Calls made while the interposer itself is inside cuDNN (in_real: cuDNN
  * calling its own exported functions, or the engine code reading a plan)
@@ -112,13 +114,24 @@ static void link(struct v8_shadow *s, const struct v8_shadow *from, int stored) 
     s->stored = stored;
 }
 
+/* A leaf an operation takes in, as read back before v8_mu was taken. */
+struct leaf {
+    int type; /* 0: the attribute holds no leaf */
+    size_t len;
+    unsigned char enc[2048];
+};
+
 /* record_set keeps what a successful SetAttribute said (v8_mu held). */
-static void record_set(void *desc, int name, int type, int64_t count, const void *elements) {
+static void record_set(void *desc, int name, int type, int64_t count, const void *elements, const struct leaf *lf) {
     struct v8_shadow *s = v8_shadow_get(desc);
     if (!s) return;
     const struct v8_shadow *sub = NULL;
     if (type == CUDNN_TYPE_BACKEND_DESCRIPTOR && count == 1 && elements)
         sub = v8_shadow_get(*(void *const *)elements);
+    if (lf->type) {
+        (void)v8_attrs_put_leaf(s, name, lf->type, sub, lf->enc, lf->len);
+        return;
+    }
     switch (s->type) {
     case CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR:
         if (name == CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH) {
@@ -146,6 +159,28 @@ static void record_set(void *desc, int name, int type, int64_t count, const void
     }
 }
 
+/* set_done keeps what a successful SetAttribute said, but for a leaf's
+ * attribute that is read back (kept out of line: a tensor's many sets
+ * need none of it). */
+static __attribute__((noinline)) void set_done(const struct v8_real *r, void *desc, int name, int type, int64_t count,
+                                               const void *elements, int leaf, int leaf_type) {
+    /* An operation taking a leaf in: the leaf is read back now, before
+     * v8_mu is taken (a call into cuDNN). */
+    struct leaf lf; /* (not zeroed: its buffer is written only when used) */
+    lf.type = leaf ? 0 : v8_leaf_taken(name);
+    if (lf.type && type == CUDNN_TYPE_BACKEND_DESCRIPTOR && count == 1 && elements) {
+        in_real++;
+        lf.len = v8_leaf_read(r, *(void *const *)elements, lf.type, lf.enc, sizeof lf.enc);
+        in_real--;
+    } else {
+        lf.type = 0;
+    }
+    pthread_mutex_lock(&v8_mu);
+    if (leaf) v8_leaf_set(desc, leaf_type, leaf == V8_LEAF_KEPT ? name : -1, type, count, elements);
+    else record_set(desc, name, type, count, elements, &lf);
+    pthread_mutex_unlock(&v8_mu);
+}
+
 EXPORT cudnnStatus_t cudnnBackendSetAttribute(cudnnBackendDescriptor_t desc, cudnnBackendAttributeName_t name,
                                               cudnnBackendAttributeType_t type, int64_t count,
                                               const void *elements) {
@@ -155,11 +190,10 @@ EXPORT cudnnStatus_t cudnnBackendSetAttribute(cudnnBackendDescriptor_t desc, cud
     in_real++;
     cudnnStatus_t st = r->set(desc, name, type, count, elements);
     in_real--;
-    if (st == CUDNN_STATUS_SUCCESS) {
-        pthread_mutex_lock(&v8_mu);
-        record_set(desc, (int)name, (int)type, count, elements);
-        pthread_mutex_unlock(&v8_mu);
-    }
+    if (st != CUDNN_STATUS_SUCCESS) return st;
+    /* A leaf's attribute that cuDNN reads back: nothing is kept (v8_leaf.c). */
+    int leaf_type, leaf = v8_leaf_attr((int)name, &leaf_type);
+    if (leaf != V8_LEAF_READ) set_done(r, desc, (int)name, (int)type, count, elements, leaf, leaf_type);
     return st;
 }
 

@@ -270,19 +270,39 @@ static struct v8_shadow *replace(struct v8_shadow *s, const unsigned char *rec, 
     return s;
 }
 
+/* head writes a canonical record's header. */
+static void head(unsigned char *p, int name, int type, unsigned count, size_t len) {
+    put16(p, (unsigned)name);
+    p[2] = (unsigned char)type;
+    p[3] = 0;
+    put16(p + 4, count);
+    put16(p + 6, (unsigned)len);
+}
+
+size_t v8_record(unsigned char *out, size_t cap, int name, int type, unsigned count, const void *elements) {
+    size_t len = count * elem_size(type);
+    if (!len || count > ELEMS_MAX || len > ATTRS_MAX || 8 + len > cap) return 0;
+    head(out, name, type, count, len);
+    memcpy(out + 8, elements, len);
+    return 8 + len;
+}
+
 /* put records one attribute: its data (len bytes, as a canonical record
  * holds them) in s's format. */
 static struct v8_shadow *put(struct v8_shadow *s, int name, int type, unsigned count, const unsigned char *data,
                              size_t len) {
     unsigned char rec[8 + ATTRS_MAX];
     if (v8_small(s)) return replace(s, rec, pack(name, type, count, data, len, rec));
-    put16(rec, (unsigned)name);
-    rec[2] = (unsigned char)type;
-    rec[3] = 0;
-    put16(rec + 4, count);
-    put16(rec + 6, (unsigned)len);
+    head(rec, name, type, count, len);
     memcpy(rec + 8, data, len);
     return replace(s, rec, 8 + len);
+}
+
+/* sub_head writes the header of one descriptor in a descriptor
+ * attribute's data: its type and the length of its encoding. */
+static void sub_head(unsigned char *p, int type, size_t len) {
+    put16(p, (unsigned)type);
+    put16(p + 2, (unsigned)len);
 }
 
 /* put_descs records a descriptor attribute: each descriptor's canonical
@@ -303,8 +323,7 @@ static struct v8_shadow *put_descs(struct v8_shadow *s, int name, int64_t count,
             s->bad = 1;
             return s;
         }
-        put16(data + n, (unsigned)sub->type);
-        put16(data + n + 2, (unsigned)m);
+        sub_head(data + n, sub->type, m);
         n += 4 + m;
         if (s->type == CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR && name == CUDNN_ATTR_OPERATIONGRAPH_OPS)
             s->op_type = sub->type;
@@ -312,6 +331,32 @@ static struct v8_shadow *put_descs(struct v8_shadow *s, int name, int64_t count,
     if (s->type == CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR && name == CUDNN_ATTR_OPERATIONGRAPH_OPS)
         s->nops = (int)count;
     return put(s, name, CUDNN_TYPE_BACKEND_DESCRIPTOR, (unsigned)count, data, n);
+}
+
+struct v8_shadow *v8_attrs_put_leaf(struct v8_shadow *s, int name, int type, const struct v8_shadow *leaf,
+                                    const unsigned char *enc, size_t n) {
+    unsigned char kept[ATTRS_MAX], data[ATTRS_MAX];
+    size_t k = !leaf ? 0 : leaf->bad || leaf->type != type ? SIZE_MAX : canonical(leaf, kept, sizeof kept);
+    if (n == SIZE_MAX || k == SIZE_MAX || n + k > sizeof data - 4) {
+        s->bad = 1; /* not read back, or marked unkeyable */
+        return s;
+    }
+    /* Both are canonical records sorted by name, never the same name. */
+    size_t i = 0, j = 0, at = 4;
+    while (i < n || j < k) {
+        int mine = j >= k || (i < n && get16(enc + i) < get16(kept + j));
+        const unsigned char *r = mine ? enc + i : kept + j;
+        size_t len = 8 + get16(r + 6), left = mine ? n - i : k - j;
+        if (len > left) {
+            s->bad = 1;
+            return s;
+        }
+        memcpy(data + at, r, len);
+        at += len;
+        *(mine ? &i : &j) += len;
+    }
+    sub_head(data, type, n + k);
+    return put(s, name, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, data, at);
 }
 
 struct v8_shadow *v8_attrs_put(struct v8_shadow *s, int name, int type, int64_t count, const void *elements) {

@@ -114,17 +114,16 @@ cudnnStatus_t v8_plan_finalize(void *plan) {
 }
 
 /* Engine configs the host destroyed whose cuDNN destroy waits. */
-static int pending;
+int v8_destroys_pending;
 
 int v8_config_destroy_pending(struct v8_shadow *c) {
     if (c->destroy_pending) return 1;
     c->destroy_pending = 1;
-    __atomic_add_fetch(&pending, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&v8_destroys_pending, 1, __ATOMIC_RELAXED);
     return 0;
 }
 
-int v8_names_destroyed(const void *desc, int type, int64_t count, const void *elements) {
-    if (!__atomic_load_n(&pending, __ATOMIC_RELAXED)) return 0;
+int v8_names_destroyed_look(const void *desc, int type, int64_t count, const void *elements) {
     pthread_mutex_lock(&v8_mu);
     const struct v8_shadow *s = v8_shadow_get(desc);
     int gone = s && s->destroy_pending;
@@ -144,7 +143,7 @@ static void *unhold(void *cfg) {
     struct v8_shadow *c = v8_shadow_get(cfg);
     if (!c || c->type != CUDNN_BACKEND_ENGINECFG_DESCRIPTOR || --c->holds > 0 || !c->destroy_pending)
         return NULL;
-    __atomic_sub_fetch(&pending, 1, __ATOMIC_RELAXED);
+    __atomic_sub_fetch(&v8_destroys_pending, 1, __ATOMIC_RELAXED);
     v8_shadow_drop(cfg);
     return cfg;
 }

@@ -160,8 +160,6 @@ long v8_shadow_live(void) { return live; }
 
 int v8_shadow_tracked_type(int type) {
     switch (type) {
-    case CUDNN_BACKEND_TENSOR_DESCRIPTOR:
-    case CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR:
     case CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR:
     case CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR:
     case CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR:
@@ -256,24 +254,32 @@ static void drop_at(size_t i) {
     if (nslots > MIN_SLOTS && (size_t)live * 8 < nslots) resize(nslots / 2);
 }
 
-void v8_shadow_add(void *desc, int type) {
-    if (!desc) return;
+/* add makes desc's shadow of type (v8_mu held); keep: one it has of that
+ * type already is kept and returned. */
+static struct v8_shadow *add(void *desc, int type, int keep) {
+    if (!desc) return NULL;
     if (live < MAX_LIVE && (size_t)live * 4 >= nslots * 3) resize(nslots ? 2 * nslots : MIN_SLOTS);
-    if (!nslots) return; /* no memory for a table */
+    if (!nslots) return NULL; /* no memory for a table */
     size_t i = find(desc);
     if (table[i].s) {
+        if (keep && table[i].s->type == type) return table[i].s;
         /* cuDNN reused an address we did not see freed: forget the old one. */
         drop_at(i);
         i = find(desc);
     }
-    if (live >= MAX_LIVE || (size_t)live * 4 >= nslots * 3) return; /* past the bound, or no memory to grow */
+    if (live >= MAX_LIVE || (size_t)live * 4 >= nslots * 3) return NULL; /* past the bound, or no memory to grow */
     struct v8_shadow *s = shadow_new(desc, type);
-    if (!s) return;
+    if (!s) return NULL;
     table[i].desc = desc;
     table[i].s = s;
     last.desc = desc, last.i = i; /* the host's sets and finalize come next */
     live++;
+    return s;
 }
+
+void v8_shadow_add(void *desc, int type) { (void)add(desc, type, 0); }
+
+struct v8_shadow *v8_shadow_get_or_add(void *desc, int type) { return add(desc, type, 1); }
 
 void v8_shadow_drop(const void *desc) {
     if (!desc || !nslots) return;

@@ -5,7 +5,8 @@
  * Descriptors are attribute stores checked as the real ones are: an
  * attribute of another type, an element count out of range, a set after
  * finalizing or of a read-only attribute is CUDNN_STATUS_BAD_PARAM, a get
- * before finalizing CUDNN_STATUS_NOT_INITIALIZED. A descriptor-valued
+ * before finalizing CUDNN_STATUS_NOT_INITIALIZED; a tensor's alignment and
+ * a convolution's mode are not read back, as in cuDNN 9.28. A descriptor-valued
  * attribute keeps a copy of the descriptors given; getting it fills
  * descriptors the caller created. Every descriptor argument is looked up
  * among the live ones first, so a destroyed or foreign pointer is
@@ -290,6 +291,17 @@ cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const p, cudnnBa
     if (!d || !r || requested < 0 || !sb_type_ok(r, type)) goto out;
     if (!d->finalized) {
         st = CUDNN_STATUS_NOT_INITIALIZED;
+        goto out;
+    }
+    /* As cuDNN 9.28 (seen on the CPU): a tensor's byte alignment is not
+     * read back (NOT_SUPPORTED), a convolution's mode not as the type it
+     * is set as (BAD_PARAM_ATTRIBUTE_TYPE). */
+    if (name == CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT) {
+        st = CUDNN_STATUS_NOT_SUPPORTED;
+        goto out;
+    }
+    if (name == CUDNN_ATTR_CONVOLUTION_CONV_MODE) {
+        st = 2010; /* CUDNN_STATUS_BAD_PARAM_ATTRIBUTE_TYPE */
         goto out;
     }
     const struct attr *a = sb_attr(d, name);

@@ -20,6 +20,8 @@ static const struct attr_rule tensor[] = {
     {CUDNN_ATTR_TENSOR_STRIDES, I64, 1, CUDNN_DIM_MAX, 1, 0, {0}},
     {CUDNN_ATTR_TENSOR_UNIQUE_ID, I64, 1, 1, 1, 0, {0}},
     {CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, 1, 0, 0, {0}},
+    /* (RAGGED_OFFSET_MULTIPLIER: an attribute the interposer does not key) */
+    {914, I64, 1, 1, 0, 0, {0}},
     {0}};
 static const struct attr_rule conv[] = {
     {CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, 1, 1, 0, {0}},

@@ -38,6 +38,11 @@
  *              it times them; the follower starts once the leader has built
  *              and runs PyTorch's sequence. The leader reports
  *              follower_done_first=yes when the follower was not held.
+ *
+ * Environment: V8_HOSTS_TAKE (case "fewer": how many heuristics results
+ * the host asks for), V8_HOSTS_ALIGN (every tensor's byte alignment, 16 by
+ * default), V8_HOSTS_LEAF_EXTRA=1 (the x tensor is also given an attribute
+ * the interposer neither reads back nor keeps: a ragged offset multiplier).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -365,6 +370,25 @@ static int one_case(const char *name) {
     return rc;
 }
 
+/* host_set is the host's SetAttribute: cuDNN's, but for the tensors'
+ * alignment and attributes V8_HOSTS_ALIGN and V8_HOSTS_LEAF_EXTRA ask for. */
+static cc_set_attr_fn cudnn_set;
+static cudnnStatus_t host_set(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
+                              cudnnBackendAttributeType_t type, int64_t count, const void *elements) {
+    const char *align = getenv("V8_HOSTS_ALIGN"), *extra = getenv("V8_HOSTS_LEAF_EXTRA");
+    int64_t v;
+    if (name == CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT && align) {
+        v = atoll(align);
+        elements = &v;
+    }
+    if (name == CUDNN_ATTR_TENSOR_UNIQUE_ID && extra && !strcmp(extra, "1") && *(const int64_t *)elements == 'x') {
+        int64_t one = 1;
+        cudnnStatus_t st = cudnn_set(d, 914 /* RAGGED_OFFSET_MULTIPLIER */, CUDNN_TYPE_INT64, 1, &one);
+        if (st != CUDNN_STATUS_SUCCESS) return st;
+    }
+    return cudnn_set(d, name, type, count, elements);
+}
+
 int main(int argc, char **argv) {
     int i = 1;
     for (; i + 1 < argc && argv[i][0] == '-'; i += 2) {
@@ -379,6 +403,8 @@ int main(int argc, char **argv) {
     A = (struct cg_api){cudnnGetVersion, cudnnCreate, cudnnDestroy, cudnnBackendCreateDescriptor,
                         cudnnBackendDestroyDescriptor, cudnnBackendFinalize, cudnnBackendSetAttribute,
                         cudnnBackendGetAttribute, cudnnBackendExecute};
+    cudnn_set = A.set;
+    A.set = host_set;
     cuInit(0);
     report = fopen(argv[i + 1], "w");
     if (!report) {

@@ -140,6 +140,35 @@ else
     fewer fewer-out 3
 fi
 
+# ---- leaves: what a tensor is, read back or kept (v8_leaf.c) -------------
+# The byte alignment, which cuDNN does not read back, is kept: on the file
+# that knows the graph at 16 bytes, 8-byte tensors are another graph,
+# benchmarked, then served. A tensor given an attribute the interposer
+# neither reads back nor keeps makes its graph pass through: benchmarked in
+# every run, every status as without convcache.
+cp "$T/known.ccdb" "$T/align.ccdb"
+V8_HOSTS_ALIGN=8 served align-2 align learn
+V8_HOSTS_ALIGN=8 served align-3 align learn
+if grep -q 'v8 served' "$T/align-2.err" || [ "$(most_timed "$T/align-2.standin")" -le 1 ]; then
+    bad "align: 8-byte aligned tensors were served the choice learnt at 16 bytes"
+elif ! grep -q 'v8 served' "$T/align-3.err" || [ "$(most_timed "$T/align-3.standin")" -gt 1 ]; then
+    bad "align: run 3 at 8 bytes was not served"
+else
+    ok "align: another byte alignment is another graph: benchmarked ($(most_timed "$T/align-2.standin") timed), then served"
+fi
+V8_HOSTS_LEAF_EXTRA=1 served extra-1 extra learn
+V8_HOSTS_LEAF_EXTRA=1 served extra-2 extra learn
+V8_HOSTS_LEAF_EXTRA=1 plain extra-plain learn
+if grep -q 'v8 served' "$T/extra-2.err" || [ "$(most_timed "$T/extra-2.standin")" -le 1 ] ||
+    ! grep -q 'graphs passed through' "$T/extra-2.err"; then
+    bad "extra: a tensor with an attribute that is not keyed did not pass through"
+    grep '^convcache' "$T/extra-2.err" >&2
+elif why=$(agree "$T/extra-plain.txt" "$T/extra-2.txt"); then
+    ok "extra: a tensor with an attribute that is not keyed: its graph passed through, benchmarked in every run, every status as without convcache"
+else
+    bad "extra: $why"
+fi
+
 # ---- the served choice fails after timing --------------------------------
 cp "$T/known.ccdb" "$T/fallback.ccdb"
 served fails-2 fallback final-fails

@@ -1,0 +1,155 @@
+/*
+ * Leaves: the tensors and convolution descriptors an operation is made
+ * of. They are the many descriptors a host keeps (a million live tensors
+ * is a host the interposer must not slow), so it keeps as little of them
+ * as it can: when an operation takes a leaf in (its X, W, Y, dX, dY, dW or
+ * convolution), the leaf's attributes are read back from cuDNN and go into
+ * the operation's encoding by content (v8_key.c). Their create and the
+ * sets of what is read back go to cuDNN untouched but for a look at the
+ * type or the attribute's name.
+ *
+ * Each leaf type has a fixed list of attributes, in name order, each one
+ *   - read back: cuDNN answers it (with its own default where the host set
+ *     none), so one graph set up the same way reads the same under one
+ *     cuDNN, whose version is in the scope. One without which a leaf is
+ *     not what it was (a tensor's dimensions) must be answered, or the
+ *     leaf and every graph made of it go unkeyed (they pass through); an
+ *     optional one a cuDNN does not answer is left out;
+ *   - or kept as set: cuDNN 9 does not give it back (a tensor's byte
+ *     alignment and reordering mode; a convolution's mode, which cuDNN
+ *     9.28 reads back only as a data type). A leaf whose host sets one
+ *     gets a small shadow at that set (v8_shadow.c), holding it.
+ * A leaf's canonical encoding is the records of both, merged by name.
+ *
+ * A leaf on which the host sets an attribute of its type that is not on
+ * the list (one a newer cuDNN added, a ragged offset, a by-value constant)
+ * gets a shadow marked unkeyable, so graphs made of it pass through; if a
+ * leaf's shadow cannot be made (no memory, the table full), no leaf is
+ * read back any more: no key ever leaves out something the host set.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "v8.h"
+
+/* One attribute of a leaf: its name, and, read back, the type it is read
+ * as, how many elements it may have and whether a leaf must answer it; or
+ * kept as set. */
+enum { OPTIONAL, NEED, KEPT };
+struct leaf_attr {
+    uint16_t name;
+    uint8_t type, max, how;
+};
+
+static const struct leaf_attr tensor_attrs[] = {
+    {CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, 0, 0, KEPT},
+    {CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, NEED},
+    {CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, CUDNN_DIM_MAX, NEED},
+    {CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, CUDNN_DIM_MAX, NEED},
+    {904 /* VECTOR_COUNT */, CUDNN_TYPE_INT64, 1, OPTIONAL},
+    {905 /* VECTORIZED_DIMENSION */, CUDNN_TYPE_INT64, 1, OPTIONAL},
+    {CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, NEED},
+    {CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, OPTIONAL},
+    {908 /* IS_BY_VALUE */, CUDNN_TYPE_BOOLEAN, 1, OPTIONAL},
+    {909 /* REORDERING_MODE */, 0, 0, KEPT},
+};
+
+static const struct leaf_attr conv_attrs[] = {
+    {CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, NEED},
+    {CUDNN_ATTR_CONVOLUTION_CONV_MODE, 0, 0, KEPT},
+    {CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, CUDNN_DIM_MAX, NEED},
+    {CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, CUDNN_DIM_MAX, NEED},
+    {CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, CUDNN_DIM_MAX, NEED},
+    {CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, CUDNN_DIM_MAX, NEED},
+    {CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, NEED},
+};
+
+#define N(a) (sizeof(a) / sizeof(a)[0])
+
+/* list is the attributes read back from a leaf of type, or NULL. */
+static const struct leaf_attr *list(int type, size_t *n) {
+    switch (type) {
+    case CUDNN_BACKEND_TENSOR_DESCRIPTOR:
+        *n = N(tensor_attrs);
+        return tensor_attrs;
+    case CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR:
+        *n = N(conv_attrs);
+        return conv_attrs;
+    }
+    *n = 0;
+    return NULL;
+}
+
+/* Set once a leaf that needed a shadow could not get one: from then on no
+ * leaf is read back. */
+static int shadows_lost;
+
+/* What each attribute name of a leaf's hundred is (cudnn_graph.h numbers
+ * each type's attributes in its own hundred), from the lists: every set
+ * of every tensor asks, so one load answers. 0: not on the list. */
+static uint8_t kind[2][100];
+
+__attribute__((constructor)) static void leaf_kinds(void) {
+    for (int t = 0; t < 2; t++) {
+        size_t n;
+        const struct leaf_attr *a = list(t ? CUDNN_BACKEND_TENSOR_DESCRIPTOR : CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, &n);
+        for (size_t i = 0; i < n; i++) kind[t][a[i].name % 100] = a[i].how == KEPT ? V8_LEAF_KEPT : V8_LEAF_READ;
+    }
+}
+
+int v8_leaf_attr(int name, int *type) {
+    int t = name >= 100 && name < 200 ? 0 : name >= 900 && name < 1000 ? 1 : -1;
+    if (t < 0) {
+        *type = 0;
+        return V8_LEAF_NONE;
+    }
+    *type = t ? CUDNN_BACKEND_TENSOR_DESCRIPTOR : CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR;
+    return kind[t][name % 100] ? kind[t][name % 100] : V8_LEAF_UNKEYED;
+}
+
+int v8_leaf_taken(int name) {
+    switch (name) {
+    case CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W:
+    case CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X:
+    case CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y:
+    case CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W:
+    case CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX:
+    case CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY:
+    case CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW:
+    case CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X:
+    case CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY:
+        return CUDNN_BACKEND_TENSOR_DESCRIPTOR;
+    case CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC:
+    case CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC:
+    case CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC:
+        return CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR;
+    }
+    return 0;
+}
+
+void v8_leaf_set(void *desc, int type, int name, int atype, int64_t count, const void *elements) {
+    struct v8_shadow *s = v8_shadow_get_or_add(desc, type);
+    if (!s) __atomic_store_n(&shadows_lost, 1, __ATOMIC_RELAXED);
+    else if (name < 0) s->bad = 1;
+    else (void)v8_attrs_put(s, name, atype, count, elements);
+}
+
+size_t v8_leaf_read(const struct v8_real *r, void *leaf, int type, unsigned char *out, size_t cap) {
+    size_t n, at = 0;
+    const struct leaf_attr *a = list(type, &n);
+    if (!leaf || !a || __atomic_load_n(&shadows_lost, __ATOMIC_RELAXED)) return SIZE_MAX;
+    for (size_t i = 0; i < n; i++) {
+        if (a[i].how == KEPT) continue;
+        int64_t buf[CUDNN_DIM_MAX] = {0}, got = -1;
+        cudnnStatus_t st = r->get(leaf, a[i].name, a[i].type, a[i].max, &got, buf);
+        if (st == CUDNN_STATUS_SUCCESS && got == 0 && a[i].how == OPTIONAL) continue; /* not set, no default */
+        if (st != CUDNN_STATUS_SUCCESS || got < 1 || got > a[i].max) {
+            if (a[i].how == NEED) return SIZE_MAX;
+            continue; /* this cuDNN does not answer it */
+        }
+        size_t m = v8_record(out + at, cap - at, a[i].name, a[i].type, (unsigned)got, buf);
+        if (!m) return SIZE_MAX;
+        at += m;
+    }
+    return at;
+}
