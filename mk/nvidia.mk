@@ -93,7 +93,8 @@ nvidia-cudnn nvidia-headers: $(NVIDIA_STAMP)
 nvidia-frontend: $(NVIDIA_FE_STAMP)
 torch: $(TORCH_STAMP)
 
-real-cudnn-check: $(NVIDIA_STAMP) $(PRELOAD_LIB) $(CLI) $(STANDIN_DIR)/libcuda.so.1 $(BUILD)/include/.stamp
+real-cudnn-check: $(NVIDIA_STAMP) $(PRELOAD_LIB) $(CLI) $(STANDIN_DIR)/libcuda.so.1 $(BUILD)/include/.stamp \
+  $(BUILD)/bench/v8/libcuda_extra.so
 	CC="$(CC)" CXX="$(CXX)" GO="$(GO)" sh tests/realcudnn/run.sh $(BUILD) $(NVIDIA_SITE)
 
 torch-check: $(TORCH_STAMP) $(PRELOAD_LIB) $(LIB) $(CLI)

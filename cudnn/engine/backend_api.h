@@ -108,8 +108,13 @@
     X(CUDNN_ATTR_TENSOR_DATA_TYPE, 901)                           \
     X(CUDNN_ATTR_TENSOR_DIMENSIONS, 902)                          \
     X(CUDNN_ATTR_TENSOR_STRIDES, 903)                             \
+    X(CUDNN_ATTR_TENSOR_VECTOR_COUNT, 904)                        \
+    X(CUDNN_ATTR_TENSOR_VECTORIZED_DIMENSION, 905)                \
     X(CUDNN_ATTR_TENSOR_UNIQUE_ID, 906)                           \
     X(CUDNN_ATTR_TENSOR_IS_VIRTUAL, 907)                          \
+    X(CUDNN_ATTR_TENSOR_IS_BY_VALUE, 908)                         \
+    X(CUDNN_ATTR_TENSOR_REORDERING_MODE, 909)                     \
+    X(CUDNN_TYPE_TENSOR_REORDERING_MODE, 20)                      \
     X(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, 1000)                   \
     X(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, 1001)                \
     X(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, 1003)                    \

@@ -223,7 +223,19 @@ long v8_shadow_live(void);
  * or a leaf's that is not keyed (UNKEYED: the leaf is marked); *type is
  * the leaf's type, or 0. */
 enum { V8_LEAF_NONE, V8_LEAF_READ, V8_LEAF_KEPT, V8_LEAF_UNKEYED };
-int v8_leaf_attr(int name, int *type);
+extern uint8_t v8_leaf_kinds[2][100]; /* [tensor?][name % 100], from v8_leaf.c's lists */
+static inline int v8_leaf_attr(int name, int *type) {
+    /* cudnn_graph.h numbers each type's attributes in its own hundred:
+     * every set of every tensor asks, so a load answers. */
+    unsigned c = (unsigned)name - 100u, t = (unsigned)name - 900u;
+    if (c >= 100 && t >= 100) {
+        *type = 0;
+        return V8_LEAF_NONE;
+    }
+    *type = c < 100 ? CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR : CUDNN_BACKEND_TENSOR_DESCRIPTOR;
+    int k = c < 100 ? v8_leaf_kinds[0][c] : v8_leaf_kinds[1][t];
+    return k ? k : V8_LEAF_UNKEYED;
+}
 /* v8_leaf_taken is the type of leaf an operation's attribute name holds
  * (a tensor, a convolution), or 0. */
 int v8_leaf_taken(int name);

@@ -187,13 +187,15 @@ EXPORT cudnnStatus_t cudnnBackendSetAttribute(cudnnBackendDescriptor_t desc, cud
     REAL_OR(CUDNN_STATUS_NOT_INITIALIZED);
     if (!active()) return r->set(desc, name, type, count, elements);
     if (v8_names_destroyed(desc, (int)type, count, elements)) return cudnn_bad_param();
+    /* A leaf's attribute that cuDNN reads back: nothing is kept (v8_leaf.c);
+     * one kept makes the leaf's shadow, whose slot is loaded meanwhile. */
+    int leaf_type, leaf = v8_leaf_attr((int)name, &leaf_type);
+    if (leaf == V8_LEAF_KEPT) v8_shadow_prefetch(desc);
     in_real++;
     cudnnStatus_t st = r->set(desc, name, type, count, elements);
     in_real--;
-    if (st != CUDNN_STATUS_SUCCESS) return st;
-    /* A leaf's attribute that cuDNN reads back: nothing is kept (v8_leaf.c). */
-    int leaf_type, leaf = v8_leaf_attr((int)name, &leaf_type);
-    if (leaf != V8_LEAF_READ) set_done(r, desc, (int)name, (int)type, count, elements, leaf, leaf_type);
+    if (st == CUDNN_STATUS_SUCCESS && leaf != V8_LEAF_READ)
+        set_done(r, desc, (int)name, (int)type, count, elements, leaf, leaf_type);
     return st;
 }
 

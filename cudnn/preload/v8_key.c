@@ -292,7 +292,17 @@ size_t v8_record(unsigned char *out, size_t cap, int name, int type, unsigned co
 static struct v8_shadow *put(struct v8_shadow *s, int name, int type, unsigned count, const unsigned char *data,
                              size_t len) {
     unsigned char rec[8 + ATTRS_MAX];
-    if (v8_small(s)) return replace(s, rec, pack(name, type, count, data, len, rec));
+    if (v8_small(s)) {
+        /* A first attribute that surely fits (a leaf's alignment): packed
+         * in place. (A packed record takes at most 6 bytes of header, and
+         * 10 a varint, or its bytes.) */
+        size_t most = 6 + (varint_type(type) ? 10 * (size_t)count : len);
+        if (!s->attrs_len && most <= s->attrs_room) {
+            s->attrs_len = (uint16_t)pack(name, type, count, data, len, v8_shadow_attrs(s));
+            return s;
+        }
+        return replace(s, rec, pack(name, type, count, data, len, rec));
+    }
     head(rec, name, type, count, len);
     memcpy(rec + 8, data, len);
     return replace(s, rec, 8 + len);

@@ -46,12 +46,12 @@ static const struct leaf_attr tensor_attrs[] = {
     {CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, NEED},
     {CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, CUDNN_DIM_MAX, NEED},
     {CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, CUDNN_DIM_MAX, NEED},
-    {904 /* VECTOR_COUNT */, CUDNN_TYPE_INT64, 1, OPTIONAL},
-    {905 /* VECTORIZED_DIMENSION */, CUDNN_TYPE_INT64, 1, OPTIONAL},
+    {CUDNN_ATTR_TENSOR_VECTOR_COUNT, CUDNN_TYPE_INT64, 1, OPTIONAL},
+    {CUDNN_ATTR_TENSOR_VECTORIZED_DIMENSION, CUDNN_TYPE_INT64, 1, OPTIONAL},
     {CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, NEED},
     {CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, OPTIONAL},
-    {908 /* IS_BY_VALUE */, CUDNN_TYPE_BOOLEAN, 1, OPTIONAL},
-    {909 /* REORDERING_MODE */, 0, 0, KEPT},
+    {CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, OPTIONAL},
+    {CUDNN_ATTR_TENSOR_REORDERING_MODE, 0, 0, KEPT},
 };
 
 static const struct leaf_attr conv_attrs[] = {
@@ -84,27 +84,16 @@ static const struct leaf_attr *list(int type, size_t *n) {
  * leaf is read back. */
 static int shadows_lost;
 
-/* What each attribute name of a leaf's hundred is (cudnn_graph.h numbers
- * each type's attributes in its own hundred), from the lists: every set
- * of every tensor asks, so one load answers. 0: not on the list. */
-static uint8_t kind[2][100];
+uint8_t v8_leaf_kinds[2][100];
 
+/* v8_leaf_kinds, from the lists: what each attribute name of a leaf's
+ * hundred is (0: not on the list). */
 __attribute__((constructor)) static void leaf_kinds(void) {
     for (int t = 0; t < 2; t++) {
         size_t n;
         const struct leaf_attr *a = list(t ? CUDNN_BACKEND_TENSOR_DESCRIPTOR : CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, &n);
-        for (size_t i = 0; i < n; i++) kind[t][a[i].name % 100] = a[i].how == KEPT ? V8_LEAF_KEPT : V8_LEAF_READ;
+        for (size_t i = 0; i < n; i++) v8_leaf_kinds[t][a[i].name % 100] = a[i].how == KEPT ? V8_LEAF_KEPT : V8_LEAF_READ;
     }
-}
-
-int v8_leaf_attr(int name, int *type) {
-    int t = name >= 100 && name < 200 ? 0 : name >= 900 && name < 1000 ? 1 : -1;
-    if (t < 0) {
-        *type = 0;
-        return V8_LEAF_NONE;
-    }
-    *type = t ? CUDNN_BACKEND_TENSOR_DESCRIPTOR : CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR;
-    return kind[t][name % 100] ? kind[t][name % 100] : V8_LEAF_UNKEYED;
 }
 
 int v8_leaf_taken(int name) {

@@ -117,8 +117,13 @@ static void resize(size_t n) {
     if (!t) return;
     __atomic_store_n(&table, t, __ATOMIC_RELAXED);
     __atomic_store_n(&nslots, n, __ATOMIC_RELAXED);
-    for (size_t i = 0; i < was; i++)
-        if (old[i].desc) table[find(old[i].desc)] = old[i];
+    size_t mask = n - 1;
+    for (size_t i = 0; i < was; i++) {
+        if (!old[i].desc) continue;
+        size_t j = home(old[i].desc, n); /* (each address is in the table once) */
+        while (t[j].desc) j = (j + 1) & mask;
+        t[j] = old[i];
+    }
     table_free(old, was);
 }
 

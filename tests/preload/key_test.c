@@ -4,8 +4,10 @@
  * convolution and operation keep their attributes packed is, byte for
  * byte, the canonical encoding a plain reference encoder here makes of
  * what the host set (every attribute type, extreme integers, empty and
- * longest lists, attributes set again, in any order); and a convolution
- * tensor's attributes take the few bytes docs/performance.md counts; and
+ * longest lists, attributes set again, in any order), whether the
+ * operation took each tensor and its convolution in by its shadow or as a
+ * leaf (part read back, part kept: v8_leaf.c); and a tensor's kept
+ * attributes fit a small shadow's slot; and
  * the small shadows' slabs (v8_slab.c) keep every shadow its own through
  * rounds of descriptors made and dropped in any order, slabs filling,
  * emptying and coming back.
@@ -192,6 +194,18 @@ static void random_attrs(struct ref_desc *d, int n) {
     }
 }
 
+/* ref_subs records a descriptor attribute of d in the reference. */
+static void ref_subs(struct ref_desc *d, int name, struct ref_desc **subs, int count) {
+    struct ref_attr *a = NULL;
+    for (int i = 0; i < d->n; i++)
+        if (d->a[i].name == name) a = &d->a[i];
+    if (!a) a = &d->a[d->n++];
+    a->name = name;
+    a->type = CUDNN_TYPE_BACKEND_DESCRIPTOR;
+    a->count = count;
+    for (int i = 0; i < count; i++) a->subs[i] = subs[i];
+}
+
 /* set_subs sets a descriptor attribute on d, and records it in the
  * reference. */
 static void set_subs(struct ref_desc *d, int name, struct ref_desc **subs, int count) {
@@ -201,14 +215,42 @@ static void set_subs(struct ref_desc *d, int name, struct ref_desc **subs, int c
     struct v8_shadow *s = v8_shadow_get(d->desc);
     (void)v8_attrs_put(s, name, CUDNN_TYPE_BACKEND_DESCRIPTOR, count, descs);
     pthread_mutex_unlock(&v8_mu);
-    struct ref_attr *a = NULL;
-    for (int i = 0; i < d->n; i++)
-        if (d->a[i].name == name) a = &d->a[i];
-    if (!a) a = &d->a[d->n++];
-    a->name = name;
-    a->type = CUDNN_TYPE_BACKEND_DESCRIPTOR;
-    a->count = count;
-    for (int i = 0; i < count; i++) a->subs[i] = subs[i];
+    ref_subs(d, name, subs, count);
+}
+
+/* take_leaf has op take leaf t in as the interposer does (v8_leaf.c): a
+ * random part of t's attributes read back (canonical records), the rest
+ * kept in its shadow (none when nothing is kept), merged by
+ * v8_attrs_put_leaf; the key must come out as if t had been shadowed
+ * whole. Returns 0, doing nothing, for a t that holds a descriptor. */
+static int take_leaf(struct ref_desc *op, int name, struct ref_desc *t) {
+    static struct ref_desc read, kept;
+    static unsigned char rec[1 << 16];
+    read = (struct ref_desc){.desc = t->desc, .type = t->type};
+    kept = read;
+    for (int i = 0; i < t->n; i++) {
+        if (t->a[i].type == CUDNN_TYPE_BACKEND_DESCRIPTOR) return 0;
+        struct ref_desc *to = next() % 2 ? &read : &kept;
+        to->a[to->n++] = t->a[i];
+    }
+    size_t n = encode(&read, rec);
+    pthread_mutex_lock(&v8_mu);
+    v8_shadow_drop(t->desc);
+    if (kept.n) {
+        v8_shadow_add(t->desc, t->type);
+        struct v8_shadow *s = v8_shadow_get(t->desc);
+        for (int i = 0; i < kept.n; i++)
+            s = v8_attrs_put(s, kept.a[i].name, kept.a[i].type, kept.a[i].count, kept.a[i].bytes);
+    }
+    (void)v8_attrs_put_leaf(v8_shadow_get(op->desc), name, t->type, v8_shadow_get(t->desc), rec, n);
+    pthread_mutex_unlock(&v8_mu);
+    ref_subs(op, name, &t, 1);
+    return 1;
+}
+
+/* take has op take sub in: as a leaf now and then, else by its shadow. */
+static void take(struct ref_desc *op, int name, struct ref_desc *sub) {
+    if (next() % 2 == 0 || !take_leaf(op, name, sub)) set_subs(op, name, &sub, 1);
 }
 
 /* elems is how many elements churn's descriptor i sets. */
@@ -294,11 +336,11 @@ int main(int argc, char **argv) {
         random_attrs(conv, (int)(next() % 8));
         finalize(conv);
         op = made(&addresses[4], CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
-        set_subs(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, &t[0], 1);
+        take(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, t[0]);
         random_attrs(op, (int)(next() % 3));
-        set_subs(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, &t[1], 1);
-        set_subs(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, &t[2], 1);
-        set_subs(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, &conv, 1);
+        take(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, t[1]);
+        take(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, t[2]);
+        take(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, conv);
         finalize(op);
         graph = made(&addresses[5], CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
         set_subs(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, &op, 1);
@@ -331,7 +373,7 @@ int main(int argc, char **argv) {
     int64_t align = 16;
     int reorder = 1; /* CUDNN_TENSOR_REORDERING_INT8x32 */
     set(x, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align);
-    set(x, 909 /* REORDERING_MODE */, 20 /* CUDNN_TYPE_TENSOR_REORDERING_MODE */, 1, &reorder);
+    set(x, CUDNN_ATTR_TENSOR_REORDERING_MODE, CUDNN_TYPE_TENSOR_REORDERING_MODE, 1, &reorder);
     pthread_mutex_lock(&v8_mu);
     const struct v8_shadow *s = v8_shadow_get(x->desc);
     printf("key_test: a tensor's kept attributes: %u bytes packed, %u of room after a %d-byte common part\n",

@@ -13,7 +13,8 @@
 #     count (read ahead as filled); then the stored plans failing to run:
 #     the threads stand aside and the deferred plans are made real;
 #   - v8_hosts: keepall, deferred, ddestroy (served), fewer (a host that
-#     asks heuristics for 3 results), and stall-threads (a
+#     asks heuristics for 3 results), leaves (another alignment, a tensor
+#     with an attribute that is not keyed), and stall-threads (a
 #     leader that builds and does not run lets the follower thread go: the
 #     lease's idle path);
 #   - v8_stress: 8 threads executing one deferred plan at once (the wait
@@ -158,6 +159,11 @@ if run learn known -- "$Z/v8_hosts" learn "$T/learn.txt"; then
     cp "$T/known.ccdb" "$T/fewer.ccdb"
     run fewer fewer V8_HOSTS_TAKE=3 -- "$Z/v8_hosts" fewer "$T/fewer.txt" &&
         ok "fewer: a host that asks heuristics for 3 results completes"
+    # Leaves (v8_leaf.c): another alignment kept, an attribute not keyed.
+    cp "$T/known.ccdb" "$T/leaves.ccdb"
+    run align leaves V8_HOSTS_ALIGN=8 -- "$Z/v8_hosts" learn "$T/align.txt" &&
+        run extra leaves V8_HOSTS_LEAF_EXTRA=1 -- "$Z/v8_hosts" learn "$T/extra.txt" &&
+        ok "leaves: a graph of 8-byte aligned tensors, and one of a tensor with an attribute not keyed, complete"
 fi
 mkdir "$T/stall"
 if run stall stall CONVCACHE_BUILD_TIMEOUT_MS=300000 -- "$Z/v8_hosts" --dir "$T/stall" stall-threads "$T/stall.txt"; then

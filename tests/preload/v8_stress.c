@@ -211,9 +211,19 @@ static void *churner(void *arg) {
         for (int i = 0; i < TENSORS; i++) {
             cudnnStatus_t st = A.create(CUDNN_BACKEND_TENSOR_DESCRIPTOR, &t[i]);
             CHECK(st == CUDNN_STATUS_SUCCESS, "churn: create: %d", (int)st);
-            int64_t uid = i;
+            /* A unique id is read back (no shadow), an alignment kept (a
+             * shadow: the table grows and shrinks), an attribute not keyed
+             * marks the tensor (a shadow too): cudnn/preload/v8_leaf.c. */
+            int64_t uid = i, align = 16, one = 1;
             if (st == CUDNN_STATUS_SUCCESS && i % 2 == 0)
                 CHECK(A.set(t[i], CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid) == CUDNN_STATUS_SUCCESS,
+                      "churn: set");
+            if (st == CUDNN_STATUS_SUCCESS && i % 3 == 0)
+                CHECK(A.set(t[i], CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align) ==
+                          CUDNN_STATUS_SUCCESS,
+                      "churn: set");
+            if (st == CUDNN_STATUS_SUCCESS && i % 5 == 0)
+                CHECK(A.set(t[i], 914 /* RAGGED_OFFSET_MULTIPLIER */, CUDNN_TYPE_INT64, 1, &one) == CUDNN_STATUS_SUCCESS,
                       "churn: set");
         }
         for (int i = 0; i < TENSORS; i++) CHECK(A.destroy(t[i]) == CUDNN_STATUS_SUCCESS, "churn: destroy");

@@ -17,7 +17,9 @@
 #      header, through load_check (under the interposer) and through the
 #      fingerprint's own code path (convcache scope, with the stand-in CUDA
 #      driver, since this machine has none);
-#   6. the checks can fail: a wrong value and a wrong prototype must not
+#   6. the interposer's leaves (cudnn/preload/v8_leaf.c) read back from the
+#      real cuDNN: tests/realcudnn/leaf_check.c;
+#   7. the checks can fail: a wrong value and a wrong prototype must not
 #      compile.
 #
 # usage: run.sh BUILD NVIDIA_SITE   (NVIDIA_SITE holds nvidia/cudnn, nvidia/cu13)
@@ -85,6 +87,13 @@ for s in "$s1" "$s2"; do
        exit 1 ;;
     esac
 done
+
+echo "== real-cudnn: the interposer's leaves read back (cudnn/preload/v8_leaf.c)"
+$CC $cflags -DCONVCACHE_REAL_CUDNN -Iinclude -Icudnn/engine -Icudnn/preload $inc -o "$out/leaf_check" \
+    tests/realcudnn/leaf_check.c cudnn/preload/v8_leaf.c cudnn/preload/v8_key.c cudnn/preload/v8_shadow.c \
+    cudnn/preload/v8_slab.c -L"$lib" -l:libcudnn.so.9 -Wl,-rpath,"$lib" -lpthread
+LD_LIBRARY_PATH="$lib:$site/nvidia/cu13/lib:$build/tests/preload" LD_PRELOAD="$build/bench/v8/libcuda_extra.so" \
+    "$out/leaf_check"
 
 echo "== real-cudnn: the checks fail when they should"
 printf '#define CUDNN_STATUS_NOT_SUPPORTED 9\n' > "$tmp/wrong.h"
