@@ -186,22 +186,31 @@
 // Costs: an execute of a plan nobody is benchmarking costs a hash of its
 // address and one load before the real call (the warm path, after
 // PyTorch's own map answers). The interposer keeps a shadow of each live
-// descriptor of the kinds a convolution graph and its plans are made of,
-// freed when the host destroys it, at most 2^21 of them, in an open-
-// addressing table that grows and shrinks with them; a tensor's,
-// convolution's or operation's shadow is 16 bytes and its attributes as
-// set, packed (integers as varints: a convolution's tensor takes 41 bytes,
-// not the key's 124), in one 64-byte slot of the interposer's own slabs.
+// graph, operation, heuristics, engine, engine config and plan, freed when
+// the host destroys it, at most 2^21 of them, in an open-addressing table
+// that grows and shrinks with them. Of the many leaves (tensors and
+// convolutions) it keeps nothing but what cuDNN does not read back: their
+// creates and most sets cost a look at the type or the attribute's name;
+// when an operation takes a leaf in, the leaf's attributes are read back
+// from cuDNN (a fixed list per type). A tensor's byte alignment and
+// reordering mode and a convolution's mode, which cuDNN 9 (9.1 to 9.28,
+// checked) does not give back, are kept as set, in a 32-byte shadow of the
+// interposer's own slabs beside a 16-byte table slot; an attribute on
+// neither list makes the leaf's graphs pass through.
 //
 // The key, layout 1: "ccg1", then the graph's attributes (its handle
 // left out), each a record
 //
 //	u16 name, u8 type, u8 0, u16 count, u16 len, len bytes
 //
-// sorted by name, where a value attribute's bytes are its elements as set
+// sorted by name, where a value attribute's bytes are its elements
 // (little-endian) and a descriptor attribute's are, per element, u16 type,
 // u16 len and that descriptor's own records: the graph's one operation,
-// the operation's tensors and convolution, by content. GraphKey decodes it.
+// the operation's tensors and convolution, by content. A graph's and an
+// operation's records are as the host set them; a leaf's, as cuDNN reads
+// them back (its defaults included) merged with those kept as set. (Keys
+// made before leaves were read back, 2026-11-28, hold only what the host
+// set: such graphs are benchmarked once more.) GraphKey decodes it.
 //
 // The value: "CCV1", a count n of 1 to 4 (0, with nothing after it: the
 // choice served last failed after timing), then n engine choice records

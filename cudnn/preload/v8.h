@@ -4,8 +4,9 @@
  *
  *   v8_calls.c    the six cudnnBackend* functions, and the real ones
  *   v8_shadow.c   what the interposer knows of each live descriptor
- *   v8_slab.c     the small shadows' memory: 64-byte slots of its own
- *   v8_key.c      a graph's key, from the attributes recorded as set
+ *   v8_slab.c     the small shadows' memory: 32-byte slots of its own
+ *   v8_leaf.c     tensors and convolutions: read back, not shadowed
+ *   v8_key.c      a graph's key, from the attributes recorded
  *   v8_graph.c    one operation graph's life: look up, serve, record
  *   v8_reorder.c  the stored choices moved to the front of heuristics
  *   v8_lease.c    single flight: one benchmark of a new graph at a time
@@ -93,9 +94,9 @@ struct v8_graph;
 
 /* What the interposer knows of one live descriptor it tracks. The common
  * part comes first (16 bytes); the part after it depends on the type and
- * is allocated only for the types that use it (v8_shadow.c), so that the
- * many tensors of a host cost little: a small descriptor (tensor,
- * convolution, operation) keeps its attributes packed (v8_key.c) right
+ * is allocated only for the types that use it (v8_shadow.c): a small
+ * descriptor (an operation, or a tensor or convolution that keeps an
+ * attribute, v8_leaf.c) keeps its attributes packed (v8_key.c) right
  * after the common part, and has no graph, attribute pointer or
  * typed part. Read them through v8_shadow_graph and v8_shadow_attrs. */
 struct v8_shadow {
@@ -155,8 +156,9 @@ void v8_slab_free(void *slot);
 
 /* v8_small_type reports whether descriptors of type are small: the many a
  * host makes of each graph (tensors, convolutions, operations), whose
- * shadow is the common part and their packed attributes after it
- * (v8_shadow.c, v8_key.c). v8_small is the same for shadow s. */
+ * shadow, where they have one, is the common part and their packed
+ * attributes after it (v8_shadow.c, v8_key.c). v8_small is the same for
+ * shadow s. */
 static inline int v8_small_type(int type) {
     return type == CUDNN_BACKEND_TENSOR_DESCRIPTOR || type == CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR ||
            type == CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR ||

@@ -1,7 +1,8 @@
 /*
- * A graph's key, from the attributes the host set, as it set them (a
- * descriptor cannot be trusted to read back what defines it: cuDNN may
- * normalize, and the host's own values are what it will set again).
+ * A graph's key: the graph's and its operation's attributes as the host set
+ * them, and each leaf (tensor, convolution) the operation took in as
+ * cuDNN reads it back, with what cuDNN does not give back as the host set
+ * it (v8_leaf.c).
  *
  * Each tracked descriptor keeps its attributes encoded, sorted by name, in
  * canonical records:
@@ -11,8 +12,8 @@
  *     a descriptor attribute: for each element, u16 type, u16 len and
  *       that descriptor's own encoding (its content, never its address).
  *
- * A small descriptor (tensor, convolution, operation: the many) keeps them
- * packed instead, the same records in fewer bytes, and is unpacked to
+ * A small descriptor (an operation; a leaf that keeps attributes) keeps
+ * them packed instead, the same records in fewer bytes, and is unpacked to
  * canonical records where its content goes into another's:
  *
  *   u16 name, u8 type, u8 count, LEB128 len, then len bytes:
@@ -25,12 +26,14 @@
  *
  *   "ccg1", then the graph's encoding without its handle
  *
- * so it covers the operation's type, each tensor's dimensions, strides,
- * data type, byte alignment, unique id, virtual flag and anything else the
- * host set on them, and the convolution's every attribute. A value of a
- * type that cannot be keyed (a pointer, a handle, a type this code does not
- * know) makes the descriptor, and any graph made of it, unkeyable: such
- * graphs pass through untouched. Layout also in cudnn/doc.go.
+ * so it covers the operation's type and attributes, each tensor's
+ * dimensions, strides, data type, unique id, virtual and by-value flags and
+ * vector count as cuDNN reads them back, its byte alignment and reordering
+ * mode as set, and the convolution's every attribute. A value of a type
+ * that cannot be keyed (a pointer, a handle, a type this code does not
+ * know), or a leaf's attribute on neither of v8_leaf.c's lists, makes the
+ * descriptor, and any graph made of it, unkeyable: such graphs pass
+ * through untouched. Layout also in cudnn/doc.go.
  */
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,19 +1,21 @@
 /*
  * The shadows: what the interposer knows of each live backend descriptor
  * of the types it tracks, in a hash table keyed by the descriptor's
- * address. A shadow is made when the host creates a descriptor, filled as
- * the host sets attributes (v8_key.c), and freed when the host destroys it,
- * so the table holds no more than the host holds alive, and never more
- * than MAX_LIVE shadows (past that, new descriptors are not tracked and
- * graphs made of them pass through).
+ * address. A shadow is made when the host creates a descriptor (a leaf,
+ * tensor or convolution: when the host sets one of the few attributes
+ * cuDNN does not read back, v8_leaf.c), filled as the host sets
+ * attributes (v8_key.c), and freed when the host destroys it, so the table
+ * holds no more than the host holds alive, and never more than MAX_LIVE
+ * shadows (past that, new descriptors are not tracked and graphs made of
+ * them pass through).
  *
  * The table grows with the live shadows (a lookup reads one slot or a few
  * neighbours, whatever the host keeps alive) and shrinks when most are
- * gone. A tensor's, a convolution's or an operation's shadow is the
- * common part of struct v8_shadow only (16 bytes) and its packed
- * attributes, in one 64-byte slot (v8_slab.c; a malloc'ed block once they
- * outgrow it); graphs, heuristics, configs and plans carry their own part
- * too.
+ * gone. An operation's or a leaf's shadow is the common part of struct
+ * v8_shadow only (16 bytes) and its packed attributes, in one 32-byte slot
+ * (v8_slab.c; a malloc'ed block once they outgrow it: an operation's
+ * leaves, by content); graphs, heuristics, configs and plans carry their
+ * own part too.
  *
  * One mutex (v8_mu) guards the table and every graph: the calls that take
  * it (create, set, finalize, destroy, heuristics, and executes of the
@@ -89,24 +91,24 @@ static size_t find(const void *desc) {
     return i;
 }
 
-/* A table of 2 MiB or more is mapped in huge pages where the kernel
- * allows them: lookups land anywhere in it, and with 4 KiB pages each
- * would miss the TLB too. */
+/* A table is mapped, apart from the host's heap: freeing a table of 64 KiB
+ * or more to malloc would make it consolidate every small chunk the host
+ * and cuDNN freed meanwhile (seen: half the interposer's time at a
+ * stand-in host's destroys). One of 2 MiB or more is mapped in huge pages
+ * where the kernel allows them: lookups land anywhere in it, and with
+ * 4 KiB pages each would miss the TLB too. */
 #define HUGE_BYTES ((size_t)2 << 20)
 
 static struct slot *table_alloc(size_t n) {
     size_t bytes = n * sizeof(struct slot);
-    if (bytes < HUGE_BYTES) return calloc(n, sizeof(struct slot));
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return NULL;
-    madvise(p, bytes, MADV_HUGEPAGE); /* a hint: 4 KiB pages work too */
+    if (bytes >= HUGE_BYTES) madvise(p, bytes, MADV_HUGEPAGE); /* a hint: 4 KiB pages work too */
     return p;
 }
 
 static void table_free(struct slot *t, size_t n) {
-    size_t bytes = n * sizeof(struct slot);
-    if (bytes < HUGE_BYTES) free(t);
-    else if (t) munmap(t, bytes);
+    if (t) munmap(t, n * sizeof(struct slot));
 }
 
 /* resize moves every shadow to a table of n slots; on no memory the table

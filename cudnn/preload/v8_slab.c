@@ -1,10 +1,10 @@
 /*
- * The small shadows' memory: 64-byte slots in 64 KiB slabs of the
+ * The small shadows' memory: 32-byte slots in 64 KiB slabs of the
  * interposer's own (mmap), apart from the host's heap. A host holds many
  * tensors alive; in malloc's heap their shadows sat between the host's
  * and cuDNN's own chunks, each with malloc's 8-byte header, and their
  * frees fed malloc's fast bins, which cuDNN's next large free then had to
- * consolidate. Here a slot is the shadow's 64 bytes exactly, the slots of
+ * consolidate. Here a slot is the shadow's 32 bytes exactly, the slots of
  * descriptors made one after another lie together, and a slab is given
  * back to the system when its last slot is freed (one empty slab is kept,
  * so that a host making and dropping one descriptor at a time does not
