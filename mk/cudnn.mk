@@ -94,10 +94,10 @@ $(STANDIN_DIR)/choices_test: tests/preload/choices_test.c tests/check_plain.h cu
 # A graph's key from packed and canonical attributes, its code compiled in
 # alone with the shadow table.
 $(STANDIN_DIR)/key_test: tests/preload/key_test.c tests/check_plain.h cudnn/preload/v8_key.c cudnn/preload/v8_shadow.c \
-  cudnn/preload/v8_slab.c $(PRELOAD_HDR)
+  cudnn/preload/v8_slab.c cudnn/preload/v8_leaf.c $(PRELOAD_HDR)
 	@mkdir -p $(STANDIN_DIR)
 	$(CC) $(CFLAGS) -Iinclude -Icudnn/engine -Icudnn/preload -o $@ $< cudnn/preload/v8_key.c \
-	  cudnn/preload/v8_shadow.c cudnn/preload/v8_slab.c -lpthread
+	  cudnn/preload/v8_shadow.c cudnn/preload/v8_slab.c cudnn/preload/v8_leaf.c -lpthread
 
 $(STANDIN_DIR)/scope_test: tests/preload/scope_test.c $(LIB) $(BUILD)/include/.stamp
 	@mkdir -p $(STANDIN_DIR)

@@ -209,6 +209,13 @@ void v8_shadow_add(void *desc, int type);
 /* v8_shadow_get_or_add returns desc's shadow if it is of type, else makes
  * one as v8_shadow_add does; NULL where none can be made (v8_mu held). */
 struct v8_shadow *v8_shadow_get_or_add(void *desc, int type);
+/* v8_shadow_word reads the word a leaf keeps in place of a shadow
+ * (v8_leaf.c): 1 if desc has one; v8_shadow_set_word gives desc that word
+ * (its low bit set), forgetting a shadow it had; 0 where it cannot (past
+ * the bound, no memory). v8_shadow_get answers NULL for such a leaf, and
+ * v8_shadow_drop forgets it. (v8_mu held.) */
+int v8_shadow_word(const void *desc, uint64_t *w);
+int v8_shadow_set_word(void *desc, uint64_t w);
 /* v8_shadow_drop forgets desc (v8_mu held), dropping its graph reference. */
 void v8_shadow_drop(const void *desc);
 /* v8_shadow_plan_join puts plan p on its graph's list of finalized plans,
@@ -241,10 +248,15 @@ static inline int v8_leaf_attr(int name, int *type) {
 /* v8_leaf_taken is the type of leaf an operation's attribute name holds
  * (a tensor, a convolution), or 0. */
 int v8_leaf_taken(int name);
-/* v8_leaf_set keeps a KEPT attribute the host set on leaf desc of type in
- * its shadow, made now if need be; name -1 marks the leaf unkeyable
- * instead (v8_mu held). */
+/* v8_leaf_set keeps a KEPT attribute the host set on leaf desc of type,
+ * in its word or, when it does not fit one, its shadow; name -1 marks the
+ * leaf unkeyable instead (v8_mu held). */
 void v8_leaf_set(void *desc, int type, int name, int atype, int64_t count, const void *elements);
+/* v8_leaf_kept writes the canonical records of what leaf desc of type
+ * keeps as set (its word's or its shadow's) into out (cap bytes); returns
+ * their length (0: none), or SIZE_MAX when it is marked unkeyable or is
+ * not of type (v8_mu held). */
+size_t v8_leaf_kept(const void *desc, int type, unsigned char *out, size_t cap);
 /* v8_leaf_read writes the canonical records of leaf desc of type that are
  * read back from cuDNN through r into out (cap bytes); returns their
  * length, or SIZE_MAX when the leaf cannot be keyed. v8_mu not held (it
@@ -290,10 +302,14 @@ struct v8_shadow *v8_attrs_put(struct v8_shadow *s, int name, int type, int64_t 
 
 /* v8_attrs_put_leaf records a leaf of type an operation takes in (name:
  * its X, W, Y or convolution): its records read back (enc, n bytes, from
- * v8_leaf_read; SIZE_MAX: it could not be) merged with those its shadow
- * keeps (leaf: NULL if it has none). s may move. */
-struct v8_shadow *v8_attrs_put_leaf(struct v8_shadow *s, int name, int type, const struct v8_shadow *leaf,
+ * v8_leaf_read) merged with those it keeps (kept, k bytes, from
+ * v8_leaf_kept); either SIZE_MAX makes s unkeyable. s may move. */
+struct v8_shadow *v8_attrs_put_leaf(struct v8_shadow *s, int name, int type, const unsigned char *kept, size_t k,
                                     const unsigned char *enc, size_t n);
+/* v8_canonical writes s's encoding as the key has it (canonical records,
+ * sorted by name) into out (cap bytes); returns its length, or SIZE_MAX
+ * when it does not fit. */
+size_t v8_canonical(const struct v8_shadow *s, unsigned char *out, size_t cap);
 /* v8_record writes one canonical record (count elements of an attribute
  * type) into out (cap bytes); returns its length, or 0 when it does not
  * fit or the type is not keyed. */

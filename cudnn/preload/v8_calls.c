@@ -129,7 +129,9 @@ static void record_set(void *desc, int name, int type, int64_t count, const void
     if (type == CUDNN_TYPE_BACKEND_DESCRIPTOR && count == 1 && elements)
         sub = v8_shadow_get(*(void *const *)elements);
     if (lf->type) {
-        (void)v8_attrs_put_leaf(s, name, lf->type, sub, lf->enc, lf->len);
+        unsigned char kept[512];
+        size_t k = v8_leaf_kept(*(void *const *)elements, lf->type, kept, sizeof kept);
+        (void)v8_attrs_put_leaf(s, name, lf->type, kept, k, lf->enc, lf->len);
         return;
     }
     switch (s->type) {

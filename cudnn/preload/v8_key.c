@@ -205,10 +205,7 @@ static size_t record_len(const struct v8_shadow *s, const unsigned char *p, size
     return head ? head + (size_t)dlen : avail;
 }
 
-/* canonical writes s's encoding as the key has it (canonical records,
- * sorted by name) into out (cap bytes); returns its length, or SIZE_MAX
- * when it does not fit. */
-static size_t canonical(const struct v8_shadow *s, unsigned char *out, size_t cap) {
+size_t v8_canonical(const struct v8_shadow *s, unsigned char *out, size_t cap) {
     const unsigned char *a = v8_shadow_attrs(s);
     if (!v8_small(s)) {
         if (s->attrs_len > cap) return SIZE_MAX;
@@ -330,7 +327,7 @@ static struct v8_shadow *put_descs(struct v8_shadow *s, int name, int64_t count,
     for (int64_t i = 0; i < count; i++) {
         const struct v8_shadow *sub = v8_shadow_get(subs[i]);
         size_t m = sub && !sub->bad && sub->finalized && n + 4 <= sizeof data
-                       ? canonical(sub, data + n + 4, sizeof data - n - 4)
+                       ? v8_canonical(sub, data + n + 4, sizeof data - n - 4)
                        : SIZE_MAX;
         if (m == SIZE_MAX) {
             s->bad = 1;
@@ -346,10 +343,9 @@ static struct v8_shadow *put_descs(struct v8_shadow *s, int name, int64_t count,
     return put(s, name, CUDNN_TYPE_BACKEND_DESCRIPTOR, (unsigned)count, data, n);
 }
 
-struct v8_shadow *v8_attrs_put_leaf(struct v8_shadow *s, int name, int type, const struct v8_shadow *leaf,
+struct v8_shadow *v8_attrs_put_leaf(struct v8_shadow *s, int name, int type, const unsigned char *kept, size_t k,
                                     const unsigned char *enc, size_t n) {
-    unsigned char kept[ATTRS_MAX], data[ATTRS_MAX];
-    size_t k = !leaf ? 0 : leaf->bad || leaf->type != type ? SIZE_MAX : canonical(leaf, kept, sizeof kept);
+    unsigned char data[ATTRS_MAX];
     if (n == SIZE_MAX || k == SIZE_MAX || n + k > sizeof data - 4) {
         s->bad = 1; /* not read back, or marked unkeyable */
         return s;

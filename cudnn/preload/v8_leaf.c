@@ -32,9 +32,9 @@
 
 #include "v8.h"
 
-/* One attribute of a leaf: its name, and, read back, the type it is read
- * as, how many elements it may have and whether a leaf must answer it; or
- * kept as set. */
+/* One attribute of a leaf: its name, the type it is read as (kept: the
+ * type a host sets it as, which fits the leaf's word), how many elements
+ * it may have, and whether a leaf must answer it, may, or it is kept. */
 enum { OPTIONAL, NEED, KEPT };
 struct leaf_attr {
     uint16_t name;
@@ -42,7 +42,7 @@ struct leaf_attr {
 };
 
 static const struct leaf_attr tensor_attrs[] = {
-    {CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, 0, 0, KEPT},
+    {CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, KEPT},
     {CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, NEED},
     {CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, CUDNN_DIM_MAX, NEED},
     {CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, CUDNN_DIM_MAX, NEED},
@@ -51,12 +51,12 @@ static const struct leaf_attr tensor_attrs[] = {
     {CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, NEED},
     {CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, OPTIONAL},
     {CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, OPTIONAL},
-    {CUDNN_ATTR_TENSOR_REORDERING_MODE, 0, 0, KEPT},
+    {CUDNN_ATTR_TENSOR_REORDERING_MODE, CUDNN_TYPE_TENSOR_REORDERING_MODE, 1, KEPT},
 };
 
 static const struct leaf_attr conv_attrs[] = {
     {CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, NEED},
-    {CUDNN_ATTR_CONVOLUTION_CONV_MODE, 0, 0, KEPT},
+    {CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, KEPT},
     {CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, CUDNN_DIM_MAX, NEED},
     {CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, CUDNN_DIM_MAX, NEED},
     {CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, CUDNN_DIM_MAX, NEED},
@@ -116,11 +116,111 @@ int v8_leaf_taken(int name) {
     return 0;
 }
 
+/* ---- what a leaf keeps: a word, or a shadow ------------------------------ */
+
+/* A leaf's kept values fit one word in its table slot (v8_shadow.c) when
+ * each is set as its usual type, once, and small:
+ *
+ *   bit 0: 1 (a word, not a shadow)    bit 1: a tensor (else a convolution)
+ *   bits 2, 3: kept value 0, 1 set     bits 8-31: value 1   bits 32-63: value 0
+ *
+ * where kept value k is the k-th kept attribute of the leaf's list (a
+ * tensor: 0 its byte alignment, 1 its reordering mode; a convolution: 0
+ * its mode). Anything else makes the leaf a shadow that holds its kept
+ * attributes as records (v8_key.c), the word's among them. */
+#define WORD_BITS1 24
+
+/* kept_attr is the k-th kept attribute of type's list, or NULL. */
+static const struct leaf_attr *kept_attr(int type, int k) {
+    size_t n;
+    const struct leaf_attr *a = list(type, &n);
+    for (size_t i = 0; i < n; i++)
+        if (a[i].how == KEPT && k-- == 0) return &a[i];
+    return NULL;
+}
+
+static int word_type(uint64_t w) {
+    return w & 2 ? CUDNN_BACKEND_TENSOR_DESCRIPTOR : CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR;
+}
+
+static int64_t word_value(uint64_t w, int k) {
+    return k ? (int64_t)((w >> 8) & ((1u << WORD_BITS1) - 1)) : (int64_t)(w >> 32);
+}
+
+/* word_with puts attribute name (count elements of atype) into word w of a
+ * leaf of type; 0 when it does not fit a word. */
+static int word_with(uint64_t *w, int type, int name, int atype, int64_t count, const void *elements) {
+    for (int k = 0; k < 2; k++) {
+        const struct leaf_attr *a = kept_attr(type, k);
+        if (!a || a->name != name) continue;
+        if (atype != a->type || count != 1 || !elements) return 0;
+        int64_t v;
+        if (atype == CUDNN_TYPE_INT64) {
+            memcpy(&v, elements, 8);
+        } else {
+            int32_t e;
+            memcpy(&e, elements, 4);
+            v = e;
+        }
+        if (v < 0 || v >= (k ? (int64_t)1 << WORD_BITS1 : (int64_t)1 << 32)) return 0;
+        *w = k ? (*w & ~((uint64_t)((1u << WORD_BITS1) - 1) << 8)) | (uint64_t)v << 8
+               : (*w & 0xFFFFFFFFull) | (uint64_t)v << 32;
+        *w |= 4u << k;
+        return 1;
+    }
+    return 0;
+}
+
+/* word_records writes the canonical records of word w (cap bytes). */
+static size_t word_records(uint64_t w, unsigned char *out, size_t cap) {
+    size_t at = 0;
+    for (int k = 0; k < 2; k++) {
+        const struct leaf_attr *a = kept_attr(word_type(w), k);
+        if (!a || !(w & (4u << k))) continue;
+        int64_t v = word_value(w, k);
+        int32_t e = (int32_t)v;
+        size_t m = v8_record(out + at, cap - at, a->name, a->type, 1,
+                             a->type == CUDNN_TYPE_INT64 ? (const void *)&v : (const void *)&e);
+        if (!m) return SIZE_MAX;
+        at += m;
+    }
+    return at;
+}
+
 void v8_leaf_set(void *desc, int type, int name, int atype, int64_t count, const void *elements) {
-    struct v8_shadow *s = v8_shadow_get_or_add(desc, type);
+    struct v8_shadow *s = v8_shadow_get(desc);
+    if (name >= 0 && (!s || s->type != type)) {
+        /* No shadow of this leaf: in its word, if it fits. */
+        uint64_t w = 0, was = 0;
+        if (!v8_shadow_word(desc, &was) || word_type(was) != type) was = 0;
+        w = was ? was : 1 | (type == CUDNN_BACKEND_TENSOR_DESCRIPTOR ? 2 : 0);
+        if (word_with(&w, type, name, atype, count, elements)) {
+            if (!v8_shadow_set_word(desc, w)) __atomic_store_n(&shadows_lost, 1, __ATOMIC_RELAXED);
+            return;
+        }
+        /* Else a shadow, holding what the word held. */
+        s = v8_shadow_get_or_add(desc, type);
+        for (int k = 0; s && k < 2; k++) {
+            const struct leaf_attr *a = kept_attr(type, k);
+            int64_t v = word_value(was, k);
+            int32_t e = (int32_t)v;
+            if (a && (was & (4u << k)))
+                s = v8_attrs_put(s, a->name, a->type, 1, a->type == CUDNN_TYPE_INT64 ? (void *)&v : (void *)&e);
+        }
+    } else if (!s || s->type != type) {
+        s = v8_shadow_get_or_add(desc, type); /* to be marked (a word it had is dropped) */
+    }
     if (!s) __atomic_store_n(&shadows_lost, 1, __ATOMIC_RELAXED);
     else if (name < 0) s->bad = 1;
     else (void)v8_attrs_put(s, name, atype, count, elements);
+}
+
+size_t v8_leaf_kept(const void *desc, int type, unsigned char *out, size_t cap) {
+    const struct v8_shadow *s = v8_shadow_get(desc);
+    uint64_t w;
+    if (s) return s->bad || s->type != type ? SIZE_MAX : v8_canonical(s, out, cap);
+    if (!v8_shadow_word(desc, &w)) return 0;
+    return word_type(w) == type ? word_records(w, out, cap) : SIZE_MAX;
 }
 
 size_t v8_leaf_read(const struct v8_real *r, void *leaf, int type, unsigned char *out, size_t cap) {

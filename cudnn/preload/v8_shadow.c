@@ -153,9 +153,23 @@ void v8_shadow_prefetch(const void *desc) {
     if (t && n) __builtin_prefetch(&t[home(desc, n)]);
 }
 
+/* A slot holds a shadow, or a leaf's word: the few small values a tensor
+ * or convolution keeps (v8_leaf.c), with its low bit set, in place of a
+ * pointer (a shadow's low bit is 0): the many tensors get no shadow. */
+static inline int is_word(const struct v8_shadow *s) { return (uintptr_t)s & 1; }
+
 struct v8_shadow *v8_shadow_get(const void *desc) {
     if (!desc || !nslots) return NULL;
-    return table[find(desc)].s;
+    struct v8_shadow *s = table[find(desc)].s;
+    return is_word(s) ? NULL : s;
+}
+
+int v8_shadow_word(const void *desc, uint64_t *w) {
+    if (!desc || !nslots) return 0;
+    struct v8_shadow *s = table[find(desc)].s;
+    if (!is_word(s)) return 0;
+    *w = (uint64_t)(uintptr_t)s;
+    return 1;
 }
 
 struct v8_shadow *v8_shadow_typed(const void *desc, int type) {
@@ -248,6 +262,7 @@ static void drop_at(size_t i) {
     struct v8_shadow *s = table[i].s;
     take(i);
     live--;
+    if (is_word(s)) goto shrink;
     if (s->type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR) {
         v8_unwatch(s);
         v8_shadow_plan_leave(s);
@@ -258,30 +273,59 @@ static void drop_at(size_t i) {
         free(s->attrs);
     }
     shadow_free(s);
+shrink:
     if (nslots > MIN_SLOTS && (size_t)live * 8 < nslots) resize(nslots / 2);
+}
+
+/* room is the empty slot for desc, the table grown first if it is due
+ * (v8_mu held), or SIZE_MAX: past the bound, or no memory. Whatever desc
+ * had (cuDNN reused an address we did not see freed) is forgotten, but
+ * for a shadow of type keep (returned in *kept) or a word (keep -1). */
+static size_t room(void *desc, int keep, struct v8_shadow **kept) {
+    *kept = NULL;
+    if (!desc) return SIZE_MAX;
+    if (live < MAX_LIVE && (size_t)live * 4 >= nslots * 3) resize(nslots ? 2 * nslots : MIN_SLOTS);
+    if (!nslots) return SIZE_MAX; /* no memory for a table */
+    size_t i = find(desc);
+    struct v8_shadow *s = table[i].s;
+    if (s) {
+        if (keep == -1 ? is_word(s) : !is_word(s) && s->type == keep) {
+            *kept = s;
+            return i;
+        }
+        drop_at(i);
+        i = find(desc);
+    }
+    if (live >= MAX_LIVE || (size_t)live * 4 >= nslots * 3) return SIZE_MAX; /* past the bound, or no memory to grow */
+    return i;
+}
+
+/* put_at fills empty slot i with desc and s (v8_mu held). */
+static void put_at(size_t i, void *desc, struct v8_shadow *s) {
+    table[i].desc = desc;
+    table[i].s = s;
+    last.desc = desc, last.i = i; /* the host's sets and finalize come next */
+    live++;
 }
 
 /* add makes desc's shadow of type (v8_mu held); keep: one it has of that
  * type already is kept and returned. */
 static struct v8_shadow *add(void *desc, int type, int keep) {
-    if (!desc) return NULL;
-    if (live < MAX_LIVE && (size_t)live * 4 >= nslots * 3) resize(nslots ? 2 * nslots : MIN_SLOTS);
-    if (!nslots) return NULL; /* no memory for a table */
-    size_t i = find(desc);
-    if (table[i].s) {
-        if (keep && table[i].s->type == type) return table[i].s;
-        /* cuDNN reused an address we did not see freed: forget the old one. */
-        drop_at(i);
-        i = find(desc);
-    }
-    if (live >= MAX_LIVE || (size_t)live * 4 >= nslots * 3) return NULL; /* past the bound, or no memory to grow */
+    struct v8_shadow *had;
+    size_t i = room(desc, keep ? type : -2, &had);
+    if (had || i == SIZE_MAX) return had;
     struct v8_shadow *s = shadow_new(desc, type);
-    if (!s) return NULL;
-    table[i].desc = desc;
-    table[i].s = s;
-    last.desc = desc, last.i = i; /* the host's sets and finalize come next */
-    live++;
+    if (s) put_at(i, desc, s);
     return s;
+}
+
+int v8_shadow_set_word(void *desc, uint64_t w) {
+    struct v8_shadow *had;
+    size_t i = room(desc, -1, &had);
+    if (i == SIZE_MAX || !(w & 1)) return 0;
+    if (had) table[i].s = (struct v8_shadow *)(uintptr_t)w;
+    else put_at(i, desc, (struct v8_shadow *)(uintptr_t)w);
+    return 1;
 }
 
 void v8_shadow_add(void *desc, int type) { (void)add(desc, type, 0); }

@@ -234,6 +234,7 @@ static int take_leaf(struct ref_desc *op, int name, struct ref_desc *t) {
         to->a[to->n++] = t->a[i];
     }
     size_t n = encode(&read, rec);
+    static unsigned char kbuf[1 << 12];
     pthread_mutex_lock(&v8_mu);
     v8_shadow_drop(t->desc);
     if (kept.n) {
@@ -242,7 +243,8 @@ static int take_leaf(struct ref_desc *op, int name, struct ref_desc *t) {
         for (int i = 0; i < kept.n; i++)
             s = v8_attrs_put(s, kept.a[i].name, kept.a[i].type, kept.a[i].count, kept.a[i].bytes);
     }
-    (void)v8_attrs_put_leaf(v8_shadow_get(op->desc), name, t->type, v8_shadow_get(t->desc), rec, n);
+    size_t k = v8_leaf_kept(t->desc, t->type, kbuf, sizeof kbuf);
+    (void)v8_attrs_put_leaf(v8_shadow_get(op->desc), name, t->type, kbuf, k, rec, n);
     pthread_mutex_unlock(&v8_mu);
     ref_subs(op, name, &t, 1);
     return 1;
@@ -251,6 +253,69 @@ static int take_leaf(struct ref_desc *op, int name, struct ref_desc *t) {
 /* take has op take sub in: as a leaf now and then, else by its shadow. */
 static void take(struct ref_desc *op, int name, struct ref_desc *sub) {
     if (next() % 2 == 0 || !take_leaf(op, name, sub)) set_subs(op, name, &sub, 1);
+}
+
+/* words: what a leaf keeps (v8_leaf.c) reads as the reference encodes what
+ * the host set, whether it fits the leaf's word (no shadow) or not (a
+ * shadow, holding what the word held), and a marked leaf reads as
+ * unkeyable. */
+static void words(void) {
+    static char d[4];
+    static unsigned char got[256], want[256];
+    struct {
+        int type, name, atype;
+        int64_t v;
+        int word; /* still a word after this set */
+    } steps[] = {
+        {CUDNN_BACKEND_TENSOR_DESCRIPTOR, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 16, 1},
+        {CUDNN_BACKEND_TENSOR_DESCRIPTOR, CUDNN_ATTR_TENSOR_REORDERING_MODE, CUDNN_TYPE_TENSOR_REORDERING_MODE, 2, 1},
+        {CUDNN_BACKEND_TENSOR_DESCRIPTOR, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 0xFFFFFFFFll, 1},
+        {CUDNN_BACKEND_TENSOR_DESCRIPTOR, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1ll << 40, 0},
+        {CUDNN_BACKEND_TENSOR_DESCRIPTOR, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 8, 0},
+    };
+    /* Each prefix of steps, on a fresh tensor: the sets so far, as kept. */
+    for (size_t upto = 1; upto <= sizeof steps / sizeof steps[0]; upto++) {
+        struct ref_desc ref = {.desc = &d[0], .type = CUDNN_BACKEND_TENSOR_DESCRIPTOR};
+        pthread_mutex_lock(&v8_mu);
+        for (size_t i = 0; i < upto; i++) {
+            int32_t e = (int32_t)steps[i].v;
+            const void *el = steps[i].atype == CUDNN_TYPE_INT64 ? (const void *)&steps[i].v : (const void *)&e;
+            v8_leaf_set(&d[0], steps[i].type, steps[i].name, steps[i].atype, 1, el);
+            struct ref_attr *a = NULL;
+            for (int j = 0; j < ref.n; j++)
+                if (ref.a[j].name == steps[i].name) a = &ref.a[j];
+            if (!a) a = &ref.a[ref.n++];
+            *a = (struct ref_attr){.name = steps[i].name, .type = steps[i].atype, .count = 1};
+            memcpy(a->bytes, el, esize(steps[i].atype));
+        }
+        size_t k = v8_leaf_kept(&d[0], CUDNN_BACKEND_TENSOR_DESCRIPTOR, got, sizeof got);
+        size_t w = encode(&ref, want);
+        CHECK(k == w && memcmp(got, want, w) == 0);
+        CHECK((v8_shadow_get(&d[0]) == NULL) == steps[upto - 1].word);
+        CHECK(v8_shadow_live() == 1);
+        CHECK(v8_leaf_kept(&d[0], CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, got, sizeof got) == SIZE_MAX);
+        v8_leaf_set(&d[0], CUDNN_BACKEND_TENSOR_DESCRIPTOR, -1, 0, 0, NULL); /* marked */
+        CHECK(v8_leaf_kept(&d[0], CUDNN_BACKEND_TENSOR_DESCRIPTOR, got, sizeof got) == SIZE_MAX);
+        v8_shadow_drop(&d[0]);
+        CHECK(v8_shadow_live() == 0);
+        pthread_mutex_unlock(&v8_mu);
+    }
+    /* A convolution's mode; a leaf that keeps nothing reads as none. */
+    int mode = 1;
+    pthread_mutex_lock(&v8_mu);
+    CHECK(v8_leaf_kept(&d[1], CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, got, sizeof got) == 0);
+    v8_leaf_set(&d[1], CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, CUDNN_ATTR_CONVOLUTION_CONV_MODE,
+                CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode);
+    CHECK(v8_shadow_get(&d[1]) == NULL);
+    struct ref_desc ref = {.desc = &d[1], .type = CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, .n = 1};
+    ref.a[0] = (struct ref_attr){.name = CUDNN_ATTR_CONVOLUTION_CONV_MODE, .type = CUDNN_TYPE_CONVOLUTION_MODE, .count = 1};
+    memcpy(ref.a[0].bytes, &mode, 4);
+    size_t k = v8_leaf_kept(&d[1], CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, got, sizeof got), w = encode(&ref, want);
+    CHECK(k == w && memcmp(got, want, w) == 0);
+    v8_shadow_drop(&d[1]);
+    CHECK(v8_shadow_live() == 0);
+    pthread_mutex_unlock(&v8_mu);
+    printf("key_test: a leaf's kept values read as set, in its word or, past it, its shadow: ok\n");
 }
 
 /* elems is how many elements churn's descriptor i sets. */
@@ -383,6 +448,7 @@ int main(int argc, char **argv) {
     pthread_mutex_unlock(&v8_mu);
     free(x);
     churn();
+    words();
     printf("key_test: %d graphs keyed as the reference encodes them (%d too long to be keyed, as it "
            "says): ok\n",
            rounds - unkeyed, unkeyed);

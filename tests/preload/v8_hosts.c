@@ -11,11 +11,14 @@
  * would not. tests/preload/v8_hosts.sh compares the transcript of a run
  * served by the interposer with one of a run without it, line by line.
  *
- *   v8_hosts [--first TAG] [--dir DIR] CASE REPORT
+ *   v8_hosts [--first TAG] [--pick TAG] [--dir DIR] CASE REPORT
  *
  * --first TAG puts the engine config that reads as TAG first among the
  * heuristics results, as the interposer does with a stored choice (so a
  * run without the interposer builds the same plans in the same order).
+ * --pick TAG: after timing, the host runs the plan of the config that
+ * reads as TAG (its own rule), not the fastest: what it learns does not
+ * hang on timing.
  * CASE:
  *   learn      PyTorch's sequence (every plan built and timed, the others
  *              destroyed, the fastest run); reports chosen=TAG and timed=N
@@ -66,7 +69,7 @@
 
 static const struct cg_conv shape = {CG_FWD, 2, 8, 16, 16, 8, 3, 3, 1, 1};
 static struct cg_api A;
-static const char *first_tag, *dir;
+static const char *first_tag, *pick_tag, *dir;
 static pthread_mutex_t report_mu = PTHREAD_MUTEX_INITIALIZER;
 static FILE *report;
 
@@ -212,6 +215,11 @@ static int time_plans(struct host *h, cudnnBackendDescriptor_t *plans, int n, in
         if (st != CUDNN_STATUS_SUCCESS) continue;
         ++*ntimed;
         if (best < 0 || (!first && ms < best_ms)) best = i, best_ms = ms;
+    }
+    /* --pick: the host's own rule chose (not the fastest). */
+    for (int i = 0; pick_tag && i < n; i++) {
+        char tag[512];
+        if (plans[i] && cfg_tag(h->cfg[i], tag, sizeof tag) == 0 && !strcmp(tag, pick_tag)) best = i;
     }
     cudaEventDestroy(ev[0]);
     cudaEventDestroy(ev[1]);
@@ -393,11 +401,12 @@ int main(int argc, char **argv) {
     int i = 1;
     for (; i + 1 < argc && argv[i][0] == '-'; i += 2) {
         if (!strcmp(argv[i], "--first")) first_tag = argv[i + 1];
+        else if (!strcmp(argv[i], "--pick")) pick_tag = argv[i + 1];
         else if (!strcmp(argv[i], "--dir")) dir = argv[i + 1];
         else break;
     }
     if (argc - i != 2 || (!dir && !strncmp(argv[i], "stall", 5))) {
-        fprintf(stderr, "usage: v8_hosts [--first TAG] [--dir DIR] CASE REPORT\n");
+        fprintf(stderr, "usage: v8_hosts [--first TAG] [--pick TAG] [--dir DIR] CASE REPORT\n");
         return 2;
     }
     A = (struct cg_api){cudnnGetVersion, cudnnCreate, cudnnDestroy, cudnnBackendCreateDescriptor,
