@@ -209,12 +209,12 @@ void v8_shadow_add(void *desc, int type);
 /* v8_shadow_get_or_add returns desc's shadow if it is of type, else makes
  * one as v8_shadow_add does; NULL where none can be made (v8_mu held). */
 struct v8_shadow *v8_shadow_get_or_add(void *desc, int type);
-/* v8_shadow_word reads the word a leaf keeps in place of a shadow
- * (v8_leaf.c): 1 if desc has one; v8_shadow_set_word gives desc that word
- * (its low bit set), forgetting a shadow it had; 0 where it cannot (past
- * the bound, no memory). v8_shadow_get answers NULL for such a leaf, and
- * v8_shadow_drop forgets it. (v8_mu held.) */
-int v8_shadow_word(const void *desc, uint64_t *w);
+/* v8_shadow_peek returns desc's shadow, or NULL with *w the word a leaf
+ * keeps in place of a shadow (v8_leaf.c; 0: none); v8_shadow_set_word
+ * gives desc that word (its low bit set), forgetting a shadow it had; 0
+ * where it cannot (past the bound, no memory). v8_shadow_get answers NULL
+ * for such a leaf, and v8_shadow_drop forgets it. (v8_mu held.) */
+struct v8_shadow *v8_shadow_peek(const void *desc, uint64_t *w);
 int v8_shadow_set_word(void *desc, uint64_t w);
 /* v8_shadow_drop forgets desc (v8_mu held), dropping its graph reference. */
 void v8_shadow_drop(const void *desc);

@@ -188,12 +188,12 @@ static size_t word_records(uint64_t w, unsigned char *out, size_t cap) {
 }
 
 void v8_leaf_set(void *desc, int type, int name, int atype, int64_t count, const void *elements) {
-    struct v8_shadow *s = v8_shadow_get(desc);
+    uint64_t was;
+    struct v8_shadow *s = v8_shadow_peek(desc, &was);
     if (name >= 0 && (!s || s->type != type)) {
         /* No shadow of this leaf: in its word, if it fits. */
-        uint64_t w = 0, was = 0;
-        if (!v8_shadow_word(desc, &was) || word_type(was) != type) was = 0;
-        w = was ? was : 1 | (type == CUDNN_BACKEND_TENSOR_DESCRIPTOR ? 2 : 0);
+        if (was && word_type(was) != type) was = 0;
+        uint64_t w = was ? was : 1 | (type == CUDNN_BACKEND_TENSOR_DESCRIPTOR ? 2 : 0);
         if (word_with(&w, type, name, atype, count, elements)) {
             if (!v8_shadow_set_word(desc, w)) __atomic_store_n(&shadows_lost, 1, __ATOMIC_RELAXED);
             return;
@@ -216,10 +216,10 @@ void v8_leaf_set(void *desc, int type, int name, int atype, int64_t count, const
 }
 
 size_t v8_leaf_kept(const void *desc, int type, unsigned char *out, size_t cap) {
-    const struct v8_shadow *s = v8_shadow_get(desc);
     uint64_t w;
+    const struct v8_shadow *s = v8_shadow_peek(desc, &w);
     if (s) return s->bad || s->type != type ? SIZE_MAX : v8_canonical(s, out, cap);
-    if (!v8_shadow_word(desc, &w)) return 0;
+    if (!w) return 0;
     return word_type(w) == type ? word_records(w, out, cap) : SIZE_MAX;
 }
 

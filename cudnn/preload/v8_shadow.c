@@ -164,12 +164,13 @@ struct v8_shadow *v8_shadow_get(const void *desc) {
     return is_word(s) ? NULL : s;
 }
 
-int v8_shadow_word(const void *desc, uint64_t *w) {
-    if (!desc || !nslots) return 0;
+struct v8_shadow *v8_shadow_peek(const void *desc, uint64_t *w) {
+    *w = 0;
+    if (!desc || !nslots) return NULL;
     struct v8_shadow *s = table[find(desc)].s;
-    if (!is_word(s)) return 0;
+    if (!is_word(s)) return s;
     *w = (uint64_t)(uintptr_t)s;
-    return 1;
+    return NULL;
 }
 
 struct v8_shadow *v8_shadow_typed(const void *desc, int type) {
