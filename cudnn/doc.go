@@ -194,9 +194,9 @@
 // when an operation takes a leaf in, the leaf's attributes are read back
 // from cuDNN (a fixed list per type). A tensor's byte alignment and
 // reordering mode and a convolution's mode, which cuDNN 9 (9.1 to 9.28,
-// checked) does not give back, are kept as set, in a 32-byte shadow of the
-// interposer's own slabs beside a 16-byte table slot; an attribute on
-// neither list makes the leaf's graphs pass through.
+// checked) does not give back, are kept as set, in one word in the leaf's
+// 16-byte table slot (a 32-byte shadow where a value does not fit it); an
+// attribute on neither list makes the leaf's graphs pass through.
 //
 // The key, layout 1: "ccg1", then the graph's attributes (its handle
 // left out), each a record

@@ -47,9 +47,11 @@ const (
 // an operation, which holds tensors and a convolution.
 const maxGraphDepth = 3
 
-// GraphAttr is one attribute as the host set it: its cudnn_graph.h name and
-// type, its element count, and either its elements' bytes (Raw) or, for a
-// descriptor-valued attribute, the descriptors it holds (Subs).
+// GraphAttr is one attribute as the key holds it (as the host set it, or,
+// for a tensor's or convolution's, mostly as cuDNN read it back): its
+// cudnn_graph.h name and type, its element count, and either its elements'
+// bytes (Raw) or, for a descriptor-valued attribute, the descriptors it
+// holds (Subs).
 type GraphAttr struct {
 	Name, Type, Count int
 	Raw               []byte

@@ -2,8 +2,9 @@
  * The shadows: what the interposer knows of each live backend descriptor
  * of the types it tracks, in a hash table keyed by the descriptor's
  * address. A shadow is made when the host creates a descriptor (a leaf,
- * tensor or convolution: when the host sets one of the few attributes
- * cuDNN does not read back, v8_leaf.c), filled as the host sets
+ * tensor or convolution, gets a word in its slot instead, when the host
+ * sets one of the few attributes cuDNN does not read back: v8_leaf.c),
+ * filled as the host sets
  * attributes (v8_key.c), and freed when the host destroys it, so the table
  * holds no more than the host holds alive, and never more than MAX_LIVE
  * shadows (past that, new descriptors are not tracked and graphs made of
