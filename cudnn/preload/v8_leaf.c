@@ -18,13 +18,14 @@
  *   - or kept as set: cuDNN 9 does not give it back (a tensor's byte
  *     alignment and reordering mode; a convolution's mode, which cuDNN
  *     9.28 reads back only as a data type). A leaf whose host sets one
- *     gets a small shadow at that set (v8_shadow.c), holding it.
+ *     gets, at that set, a word in its slot of the shadow table that holds
+ *     it (below), or a small shadow where it does not fit (v8_shadow.c).
  * A leaf's canonical encoding is the records of both, merged by name.
  *
  * A leaf on which the host sets an attribute of its type that is not on
  * the list (one a newer cuDNN added, a ragged offset, a by-value constant)
  * gets a shadow marked unkeyable, so graphs made of it pass through; if a
- * leaf's shadow cannot be made (no memory, the table full), no leaf is
+ * leaf's word or shadow cannot be made (no memory, the table full), no leaf is
  * read back any more: no key ever leaves out something the host set.
  */
 #include <stdint.h>
@@ -119,7 +120,7 @@ int v8_leaf_taken(int name) {
 /* ---- what a leaf keeps: a word, or a shadow ------------------------------ */
 
 /* A leaf's kept values fit one word in its table slot (v8_shadow.c) when
- * each is set as its usual type, once, and small:
+ * each is set as its usual type, one element, and small:
  *
  *   bit 0: 1 (a word, not a shadow)    bit 1: a tensor (else a convolution)
  *   bits 2, 3: kept value 0, 1 set     bits 8-31: value 1   bits 32-63: value 0
