@@ -312,7 +312,7 @@ struct v8_shadow *v8_attrs_put_leaf(struct v8_shadow *s, int name, int type, con
 size_t v8_canonical(const struct v8_shadow *s, unsigned char *out, size_t cap);
 /* v8_record writes one canonical record (count elements of an attribute
  * type) into out (cap bytes); returns its length, or 0 when it does not
- * fit or the type is not keyed. */
+ * fit, has no element or the type is not keyed. */
 size_t v8_record(unsigned char *out, size_t cap, int name, int type, unsigned count, const void *elements);
 
 /* v8_key builds graph's key into out (CONVCACHE_KEY_MAX) from its one

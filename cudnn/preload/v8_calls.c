@@ -114,26 +114,27 @@ static void link(struct v8_shadow *s, const struct v8_shadow *from, int stored) 
     s->stored = stored;
 }
 
-/* A leaf an operation takes in, as read back before v8_mu was taken. */
+/* A leaf an operation takes in, as read back before v8_mu was taken (a
+ * tensor's records take about 160 bytes; past enc, it goes unkeyed). */
 struct leaf {
     int type; /* 0: the attribute holds no leaf */
     size_t len;
-    unsigned char enc[2048];
+    unsigned char enc[1024];
 };
 
 /* record_set keeps what a successful SetAttribute said (v8_mu held). */
 static void record_set(void *desc, int name, int type, int64_t count, const void *elements, const struct leaf *lf) {
     struct v8_shadow *s = v8_shadow_get(desc);
     if (!s) return;
-    const struct v8_shadow *sub = NULL;
-    if (type == CUDNN_TYPE_BACKEND_DESCRIPTOR && count == 1 && elements)
-        sub = v8_shadow_get(*(void *const *)elements);
     if (lf->type) {
         unsigned char kept[512];
         size_t k = v8_leaf_kept(*(void *const *)elements, lf->type, kept, sizeof kept);
         (void)v8_attrs_put_leaf(s, name, lf->type, kept, k, lf->enc, lf->len);
         return;
     }
+    const struct v8_shadow *sub = NULL;
+    if (type == CUDNN_TYPE_BACKEND_DESCRIPTOR && count == 1 && elements)
+        sub = v8_shadow_get(*(void *const *)elements);
     switch (s->type) {
     case CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR:
         if (name == CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH) {

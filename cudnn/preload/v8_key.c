@@ -355,7 +355,7 @@ struct v8_shadow *v8_attrs_put_leaf(struct v8_shadow *s, int name, int type, con
     while (i < n || j < k) {
         int mine = j >= k || (i < n && get16(enc + i) < get16(kept + j));
         const unsigned char *r = mine ? enc + i : kept + j;
-        size_t len = 8 + get16(r + 6), left = mine ? n - i : k - j;
+        size_t left = mine ? n - i : k - j, len = left < 8 ? SIZE_MAX : 8 + get16(r + 6);
         if (len > left) {
             s->bad = 1;
             return s;

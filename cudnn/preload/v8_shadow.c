@@ -1,14 +1,14 @@
 /*
  * The shadows: what the interposer knows of each live backend descriptor
  * of the types it tracks, in a hash table keyed by the descriptor's
- * address. A shadow is made when the host creates a descriptor (a leaf,
- * tensor or convolution, gets a word in its slot instead, when the host
- * sets one of the few attributes cuDNN does not read back: v8_leaf.c),
- * filled as the host sets
- * attributes (v8_key.c), and freed when the host destroys it, so the table
- * holds no more than the host holds alive, and never more than MAX_LIVE
- * shadows (past that, new descriptors are not tracked and graphs made of
- * them pass through).
+ * address. A shadow is made when the host creates a descriptor, filled as
+ * the host sets attributes (v8_key.c), and freed when the host destroys
+ * it, so the table holds no more than the host holds alive, and never more
+ * than MAX_LIVE entries (past that, new descriptors are not tracked and
+ * graphs made of them pass through). A leaf (tensor, convolution) gets no
+ * shadow at its create: a word in its slot, or a shadow where that does
+ * not fit, once the host sets one of the few attributes cuDNN does not
+ * read back (v8_leaf.c).
  *
  * The table grows with the live shadows (a lookup reads one slot or a few
  * neighbours, whatever the host keeps alive) and shrinks when most are
@@ -323,8 +323,8 @@ static struct v8_shadow *add(void *desc, int type, int keep) {
 
 int v8_shadow_set_word(void *desc, uint64_t w) {
     struct v8_shadow *had;
-    size_t i = room(desc, -1, &had);
-    if (i == SIZE_MAX || !(w & 1)) return 0;
+    size_t i = (w & 1) ? room(desc, -1, &had) : SIZE_MAX;
+    if (i == SIZE_MAX) return 0;
     if (had) table[i].s = (struct v8_shadow *)(uintptr_t)w;
     else put_at(i, desc, (struct v8_shadow *)(uintptr_t)w);
     return 1;
