@@ -193,10 +193,11 @@
 // creates and most sets cost a look at the type or the attribute's name;
 // when an operation takes a leaf in, the leaf's attributes are read back
 // from cuDNN (a fixed list per type). A tensor's byte alignment and
-// reordering mode and a convolution's mode, which cuDNN 9 (9.1 to 9.28,
-// checked) does not give back, are kept as set, in one word in the leaf's
-// 16-byte table slot (a 32-byte shadow where a value does not fit it); an
-// attribute on neither list makes the leaf's graphs pass through.
+// reordering mode and a convolution's mode, which cuDNN 9 (9.1, 9.19
+// and 9.28 checked) does not give back, are kept as set, in one word in
+// the leaf's 16-byte table slot (a 32-byte shadow where a value does not
+// fit it); an attribute on neither list makes the leaf's graphs pass
+// through.
 //
 // The key, layout 1: "ccg1", then the graph's attributes (its handle
 // left out), each a record

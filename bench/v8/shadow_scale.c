@@ -4,7 +4,8 @@
  * (bench/v8/run.sh): N tensors are created, given the attributes a
  * convolution's tensor has (data type, 4 dimensions and strides, unique
  * id, alignment) and finalized; then all are destroyed. The interposer
- * keeps a shadow of each (cudnn/preload/v8_shadow.c).
+ * keeps each one's alignment, in its slot of the shadow table
+ * (cudnn/preload/v8_leaf.c, v8_shadow.c).
  *
  *   shadow_scale N [bare]
  *

@@ -96,8 +96,6 @@ static cudnnStatus_t get_descs(struct descs *s, cudnnBackendDescriptor_t from, c
     }
 }
 
-/* read_config fills c's engine and knobs (unsealed, workspace 0) from a
- * finalized engine config. */
 /* read_engine reads the global index of config cfg's engine. */
 static cudnnStatus_t read_engine(struct descs *s, cudnnBackendDescriptor_t cfg, int64_t *engine) {
     cudnnBackendDescriptor_t e;
@@ -108,6 +106,8 @@ static cudnnStatus_t read_engine(struct descs *s, cudnnBackendDescriptor_t cfg, 
     return get_int64(s->api, e, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, engine);
 }
 
+/* read_config fills c's engine and knobs (unsealed, workspace 0) from a
+ * finalized engine config. */
 static int read_config(struct descs *s, cudnnBackendDescriptor_t cfg, convcache_engine_choice *c,
                        int *status) {
     const struct cce_backend *api = s->api;

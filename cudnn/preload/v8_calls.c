@@ -114,12 +114,13 @@ static void link(struct v8_shadow *s, const struct v8_shadow *from, int stored) 
     s->stored = stored;
 }
 
-/* A leaf an operation takes in, as read back before v8_mu was taken (a
- * tensor's records take about 160 bytes; past enc, it goes unkeyed). */
+/* A leaf an operation takes in, as read back before v8_mu was taken (its
+ * records take at most 316 bytes: a convolution's, every list of
+ * CUDNN_DIM_MAX elements; a tensor's at most 222). */
 struct leaf {
     int type; /* 0: the attribute holds no leaf */
     size_t len;
-    unsigned char enc[1024];
+    unsigned char enc[512];
 };
 
 /* record_set keeps what a successful SetAttribute said (v8_mu held). */
@@ -255,11 +256,10 @@ EXPORT cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t desc) {
     pthread_mutex_lock(&v8_mu);
     struct v8_shadow *s = v8_shadow_get(desc);
     int type = s ? s->type : -1;
-    /* The descriptors that only say what they are (tensors, convolutions,
-     * operations, engines, configs) are marked finalized now, and
-     * unmarked in the rare case that cuDNN refuses: one lock, not two, for
-     * each of a host's many tensors. (The host uses a descriptor once its
-     * finalize returned.) */
+    /* The descriptors that only say what they are (operations, engines,
+     * configs, a leaf that has a shadow) are marked finalized now, and
+     * unmarked in the rare case that cuDNN refuses: one lock, not two.
+     * (The host uses a descriptor once its finalize returned.) */
     int marked = s && !s->finalized && type != CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR &&
                  type != CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR && type != CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR;
     if (marked) s->finalized = 1;

@@ -148,6 +148,14 @@ static int64_t word_value(uint64_t w, int k) {
     return k ? (int64_t)((w >> 8) & ((1u << WORD_BITS1) - 1)) : (int64_t)(w >> 32);
 }
 
+/* word_element is kept value k of word w as an element of attribute a (an
+ * INT64 in *v, or a 4-byte enumerated value in *e). */
+static const void *word_element(uint64_t w, int k, const struct leaf_attr *a, int64_t *v, int32_t *e) {
+    *v = word_value(w, k);
+    *e = (int32_t)*v;
+    return a->type == CUDNN_TYPE_INT64 ? (const void *)v : (const void *)e;
+}
+
 /* word_with puts attribute name (count elements of atype) into word w of a
  * leaf of type; 0 when it does not fit a word. */
 static int word_with(uint64_t *w, int type, int name, int atype, int64_t count, const void *elements) {
@@ -178,10 +186,9 @@ static size_t word_records(uint64_t w, unsigned char *out, size_t cap) {
     for (int k = 0; k < 2; k++) {
         const struct leaf_attr *a = kept_attr(word_type(w), k);
         if (!a || !(w & (4u << k))) continue;
-        int64_t v = word_value(w, k);
-        int32_t e = (int32_t)v;
-        size_t m = v8_record(out + at, cap - at, a->name, a->type, 1,
-                             a->type == CUDNN_TYPE_INT64 ? (const void *)&v : (const void *)&e);
+        int64_t v;
+        int32_t e;
+        size_t m = v8_record(out + at, cap - at, a->name, a->type, 1, word_element(w, k, a, &v, &e));
         if (!m) return SIZE_MAX;
         at += m;
     }
@@ -191,25 +198,23 @@ static size_t word_records(uint64_t w, unsigned char *out, size_t cap) {
 void v8_leaf_set(void *desc, int type, int name, int atype, int64_t count, const void *elements) {
     uint64_t was;
     struct v8_shadow *s = v8_shadow_peek(desc, &was);
-    if (name >= 0 && (!s || s->type != type)) {
-        /* No shadow of this leaf: in its word, if it fits. */
-        if (was && word_type(was) != type) was = 0;
+    if (s && s->type != type) s = NULL; /* another's, not seen freed */
+    if (was && word_type(was) != type) was = 0;
+    if (!s && name >= 0) { /* in its word, if it fits */
         uint64_t w = was ? was : 1 | (type == CUDNN_BACKEND_TENSOR_DESCRIPTOR ? 2 : 0);
         if (word_with(&w, type, name, atype, count, elements)) {
             if (!v8_shadow_set_word(desc, w)) __atomic_store_n(&shadows_lost, 1, __ATOMIC_RELAXED);
             return;
         }
-        /* Else a shadow, holding what the word held. */
+    }
+    if (!s) { /* else a shadow, in place of the word, holding what it held */
         s = v8_shadow_get_or_add(desc, type);
         for (int k = 0; s && k < 2; k++) {
             const struct leaf_attr *a = kept_attr(type, k);
-            int64_t v = word_value(was, k);
-            int32_t e = (int32_t)v;
-            if (a && (was & (4u << k)))
-                s = v8_attrs_put(s, a->name, a->type, 1, a->type == CUDNN_TYPE_INT64 ? (void *)&v : (void *)&e);
+            int64_t v;
+            int32_t e;
+            if (a && (was & (4u << k))) s = v8_attrs_put(s, a->name, a->type, 1, word_element(was, k, a, &v, &e));
         }
-    } else if (!s || s->type != type) {
-        s = v8_shadow_get_or_add(desc, type); /* to be marked (a word it had is dropped) */
     }
     if (!s) __atomic_store_n(&shadows_lost, 1, __ATOMIC_RELAXED);
     else if (name < 0) s->bad = 1;

@@ -279,10 +279,14 @@ shrink:
     if (nslots > MIN_SLOTS && (size_t)live * 8 < nslots) resize(nslots / 2);
 }
 
+/* What room keeps of what desc had: nothing, a word, or a shadow of the
+ * type it is given (>= 0). */
+enum { KEEP_NONE = -2, KEEP_WORD = -1 };
+
 /* room is the empty slot for desc, the table grown first if it is due
  * (v8_mu held), or SIZE_MAX: past the bound, or no memory. Whatever desc
  * had (cuDNN reused an address we did not see freed) is forgotten, but
- * for a shadow of type keep (returned in *kept) or a word (keep -1). */
+ * for what keep says (its slot returned, the entry in *kept). */
 static size_t room(void *desc, int keep, struct v8_shadow **kept) {
     *kept = NULL;
     if (!desc) return SIZE_MAX;
@@ -291,7 +295,7 @@ static size_t room(void *desc, int keep, struct v8_shadow **kept) {
     size_t i = find(desc);
     struct v8_shadow *s = table[i].s;
     if (s) {
-        if (keep == -1 ? is_word(s) : !is_word(s) && s->type == keep) {
+        if (keep == KEEP_WORD ? is_word(s) : !is_word(s) && s->type == keep) {
             *kept = s;
             return i;
         }
@@ -314,7 +318,7 @@ static void put_at(size_t i, void *desc, struct v8_shadow *s) {
  * type already is kept and returned. */
 static struct v8_shadow *add(void *desc, int type, int keep) {
     struct v8_shadow *had;
-    size_t i = room(desc, keep ? type : -2, &had);
+    size_t i = room(desc, keep ? type : KEEP_NONE, &had);
     if (had || i == SIZE_MAX) return had;
     struct v8_shadow *s = shadow_new(desc, type);
     if (s) put_at(i, desc, s);
@@ -323,7 +327,7 @@ static struct v8_shadow *add(void *desc, int type, int keep) {
 
 int v8_shadow_set_word(void *desc, uint64_t w) {
     struct v8_shadow *had;
-    size_t i = (w & 1) ? room(desc, -1, &had) : SIZE_MAX;
+    size_t i = (w & 1) ? room(desc, KEEP_WORD, &had) : SIZE_MAX;
     if (i == SIZE_MAX) return 0;
     if (had) table[i].s = (struct v8_shadow *)(uintptr_t)w;
     else put_at(i, desc, (struct v8_shadow *)(uintptr_t)w);

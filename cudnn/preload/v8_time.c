@@ -149,8 +149,6 @@ cudnnStatus_t v8_time_execute(cudnnHandle_t h, void *plan, void *pack) {
     return st;
 }
 
-
-
 /* ---- the exit summary ------------------------------------------------------ */
 
 void v8_time_forked(void) { memset(totals, 0, sizeof totals); }
